@@ -1,0 +1,102 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils import timezone
+
+from accounts.keys import display_prefix, generate_key, hash_key
+from accounts.models import ApiKey, Organization, Project
+
+
+class ProjectInline(admin.TabularInline):
+    model = Project
+    extra = 0
+    fields = ("id", "name", "created_at")
+    readonly_fields = ("id", "created_at")
+    show_change_link = True
+
+
+@admin.register(Organization)
+class OrganizationAdmin(admin.ModelAdmin):
+    list_display = ("name", "id", "created_at")
+    search_fields = ("name", "id")
+    readonly_fields = ("id", "created_at")
+    inlines = [ProjectInline]
+
+
+class ApiKeyInline(admin.TabularInline):
+    model = ApiKey
+    extra = 0
+    fields = ("id", "prefix", "environment", "name", "created_at", "revoked_at")
+    readonly_fields = fields
+    can_delete = False
+    show_change_link = True
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(Project)
+class ProjectAdmin(admin.ModelAdmin):
+    list_display = ("name", "id", "organization", "created_at")
+    list_select_related = ("organization",)
+    search_fields = ("name", "id", "organization__name")
+    readonly_fields = ("id", "created_at")
+    inlines = [ApiKeyInline]
+
+
+class ApiKeyAddForm(forms.ModelForm):
+    class Meta:
+        model = ApiKey
+        fields = ("project", "environment", "name")
+
+
+@admin.action(description="Revoke the selected keys now")
+def revoke_keys(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet) -> None:
+    count = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
+    modeladmin.message_user(request, f"Revoked {count} key(s).", messages.SUCCESS)
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(admin.ModelAdmin):
+    """Staff issue a key with "Add": the full key is shown once, in the confirmation message."""
+
+    list_display = ("prefix", "id", "project", "environment", "name", "created_at", "revoked_at")
+    list_filter = ("environment", ("revoked_at", admin.EmptyFieldListFilter))
+    list_select_related = ("project",)
+    search_fields = ("id", "prefix", "project__id", "project__name")
+    actions = [revoke_keys]
+    readonly_fields = ("id", "prefix", "project", "environment", "created_at", "revoked_at")
+    fields = ("id", "prefix", "project", "environment", "name", "created_at", "revoked_at")
+
+    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
+        if obj is None:
+            kwargs["form"] = ApiKeyAddForm
+        return super().get_form(request, obj, change=change, **kwargs)
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        return ("project", "environment", "name") if obj is None else self.fields
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        return () if obj is None else self.readonly_fields
+
+    def save_model(self, request: HttpRequest, obj: ApiKey, form: Any, change: bool) -> None:
+        if not change:
+            raw_key = generate_key(obj.environment)
+            obj.key_hash = hash_key(raw_key)
+            obj.prefix = display_prefix(raw_key)
+            super().save_model(request, obj, form, change)
+            messages.warning(
+                request,
+                f"New API key (shown once; copy it now): {raw_key}",
+            )
+            return
+        super().save_model(request, obj, form, change)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # Keys are revoked, never deleted, so the record of who had access stays.
+        return False

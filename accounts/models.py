@@ -1,0 +1,70 @@
+from __future__ import annotations
+
+from functools import partial
+
+from django.db import models
+
+from storage_service.ids import id_field_length, new_id
+
+
+class Organization(models.Model):
+    id = models.CharField(
+        primary_key=True, max_length=id_field_length("org"), default=partial(new_id, "org"),
+        editable=False,
+    )
+    name = models.CharField(max_length=200, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Project(models.Model):
+    id = models.CharField(
+        primary_key=True, max_length=id_field_length("proj"), default=partial(new_id, "proj"),
+        editable=False,
+    )
+    organization = models.ForeignKey(Organization, on_delete=models.PROTECT, related_name="projects")
+    name = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.id})"
+
+
+class ApiKeyQuerySet(models.QuerySet["ApiKey"]):
+    def active(self) -> ApiKeyQuerySet:
+        return self.filter(revoked_at__isnull=True)
+
+
+class ApiKey(models.Model):
+    class Environment(models.TextChoices):
+        TEST = "test"
+        LIVE = "live"
+
+    id = models.CharField(
+        primary_key=True, max_length=id_field_length("key"), default=partial(new_id, "key"),
+        editable=False,
+    )
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="api_keys")
+    environment = models.CharField(max_length=4, choices=Environment.choices)
+    # Only a keyed hash is stored: a leaked database does not leak usable keys, and the HMAC
+    # secret (outside the database) is needed to test guesses offline.
+    key_hash = models.CharField(max_length=64, unique=True, editable=False)
+    # Enough of the key to recognise it in a list ("sk_test_4fJ2…"), never enough to use it.
+    prefix = models.CharField(max_length=24, editable=False)
+    name = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ApiKeyQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = "API key"
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.environment})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None

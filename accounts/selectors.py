@@ -1,0 +1,16 @@
+from __future__ import annotations
+
+from accounts.keys import hash_key, is_well_formed
+from accounts.models import ApiKey
+
+
+def api_key_resolve(*, raw_key: str) -> ApiKey | None:
+    """The active key for a raw bearer token, with its project and organization, or None."""
+    if not is_well_formed(raw_key):
+        return None
+    return (
+        ApiKey.objects.active()
+        .select_related("project__organization")
+        .filter(key_hash=hash_key(raw_key))
+        .first()
+    )

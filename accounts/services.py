@@ -1,0 +1,46 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.utils import timezone
+
+from accounts.keys import display_prefix, generate_key, hash_key
+from accounts.models import ApiKey, Organization, Project
+
+
+@dataclass(frozen=True)
+class IssuedKey:
+    api_key: ApiKey
+    raw_key: str  # shown once, never stored
+
+
+def project_create(*, name: str, organization_name: str | None = None) -> Project:
+    """Create a project, in the named organization (created if new) or in one of its own name."""
+    with transaction.atomic():
+        organization, _ = Organization.objects.get_or_create(name=organization_name or name)
+        return Project.objects.create(organization=organization, name=name)
+
+
+def api_key_issue(*, project: Project, environment: str, name: str = "") -> IssuedKey:
+    if environment not in ApiKey.Environment.values:
+        raise ValueError(f"environment must be one of {ApiKey.Environment.values}")
+    raw_key = generate_key(environment)
+    api_key = ApiKey.objects.create(
+        project=project,
+        environment=environment,
+        key_hash=hash_key(raw_key),
+        prefix=display_prefix(raw_key),
+        name=name,
+    )
+    return IssuedKey(api_key=api_key, raw_key=raw_key)
+
+
+def api_key_revoke(*, key_id: str) -> ApiKey:
+    """Revoke a key at once; revoking a revoked key keeps its first revocation time."""
+    with transaction.atomic():
+        api_key = ApiKey.objects.select_for_update().get(id=key_id)
+        if api_key.revoked_at is None:
+            api_key.revoked_at = timezone.now()
+            api_key.save(update_fields=["revoked_at"])
+        return api_key

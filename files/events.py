@@ -1,0 +1,25 @@
+"""The ``data`` of every file event, in one place so all file events agree on their fields."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from files.models import File
+from webhooks.models import Event
+from webhooks.services import event_record
+
+
+def file_event_data(file: File) -> dict[str, Any]:
+    return {
+        "fileId": file.id,
+        "filename": file.filename,
+        "path": file.path,
+        "contentType": file.content_type,
+        "size": file.size,
+        "version": file.version,
+        "status": file.status,
+    }
+
+
+def record_file_event(type: Event.Type, file: File, **extra: Any) -> Event:
+    return event_record(project=file.project, type=type, data={**file_event_data(file), **extra})

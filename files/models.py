@@ -1,0 +1,184 @@
+from __future__ import annotations
+
+from functools import partial
+
+from django.db import models
+from django.db.models import Q
+
+from accounts.models import Project
+from storage_service.ids import id_field_length, new_id
+
+
+class StoredObject(models.Model):
+    """One object in the store. Files and versions point at these; copies share them.
+
+    The storage key is random and never derived from a filename or path, so renames and
+    moves never touch the store and keys leak nothing.
+    """
+
+    class State(models.TextChoices):
+        PENDING = "pending"  # a presigned PUT was issued; bytes may or may not have arrived
+        LIVE = "live"  # verified bytes that a file version uses
+        DISCARDED = "discarded"  # nothing needs it any more; the purge sweep removes it
+        PURGED = "purged"  # removed from the store
+
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="+")
+    storage_key = models.CharField(max_length=200, unique=True)
+    state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
+    declared_type = models.CharField(max_length=255)
+    declared_size = models.BigIntegerField()
+    size = models.BigIntegerField(null=True, blank=True)
+    sniffed_type = models.CharField(max_length=255, null=True, blank=True)
+    checksum = models.CharField(max_length=100, null=True, blank=True)
+    upload_expires_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    purged_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(
+                fields=["state"],
+                name="storedobject_discarded",
+                condition=Q(state="discarded"),
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.storage_key
+
+
+class FileQuerySet(models.QuerySet["File"]):
+    def for_project(self, project: Project) -> FileQuerySet:
+        return self.filter(project=project)
+
+    def visible(self) -> FileQuerySet:
+        return self.exclude(status=File.Status.DELETED)
+
+
+class File(models.Model):
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        UPLOADED = "uploaded"
+        FAILED = "failed"
+        DELETED = "deleted"
+
+    id = models.CharField(
+        primary_key=True,
+        max_length=id_field_length("file"),
+        default=partial(new_id, "file"),
+        editable=False,
+    )
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="files")
+    filename = models.CharField(max_length=1024)
+    path = models.CharField(max_length=4096, null=True, blank=True)
+    content_type = models.CharField(max_length=255)
+    size = models.BigIntegerField()
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    version = models.PositiveIntegerField(default=1)
+    metadata = models.JSONField(null=True, blank=True)
+    checksum = models.CharField(max_length=100, null=True, blank=True)
+    # The real type sniffed from the stored bytes; later decisions (variants) use it.
+    sniffed_type = models.CharField(max_length=255, null=True, blank=True)
+    # The object the current version lives in (for a pending file: the one being uploaded).
+    current_object = models.ForeignKey(StoredObject, on_delete=models.PROTECT, related_name="+")
+    # A replacement whose bytes are being uploaded; the file keeps serving current_object.
+    replacement_object = models.ForeignKey(
+        StoredObject, on_delete=models.PROTECT, related_name="+", null=True, blank=True
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    uploaded_at = models.DateTimeField(null=True, blank=True)
+    deleted_at = models.DateTimeField(null=True, blank=True)
+    # Status before a soft delete, so restore brings the file back as it was.
+    status_before_delete = models.CharField(max_length=10, choices=Status.choices, blank=True)
+    purged_at = models.DateTimeField(null=True, blank=True)
+
+    objects = FileQuerySet.as_manager()
+
+    class Meta:
+        # One index per access path of the listing (see files/selectors.py): every sortBy of
+        # the visible listing, the path and contentType filters, and the trash.
+        indexes = [
+            models.Index(
+                fields=["project", "-created_at", "-id"],
+                name="file_list_created",
+                condition=~Q(status="deleted"),
+            ),
+            models.Index(
+                fields=["project", "-updated_at", "-id"],
+                name="file_list_updated",
+                condition=~Q(status="deleted"),
+            ),
+            models.Index(
+                fields=["project", "filename", "id"],
+                name="file_list_filename",
+                condition=~Q(status="deleted"),
+            ),
+            models.Index(
+                fields=["project", "size", "id"],
+                name="file_list_size",
+                condition=~Q(status="deleted"),
+            ),
+            models.Index(
+                fields=["project", "path", "-created_at", "-id"],
+                name="file_list_path",
+                condition=~Q(status="deleted"),
+            ),
+            models.Index(
+                fields=["project", "content_type", "-created_at", "-id"],
+                name="file_list_ctype",
+                condition=~Q(status="deleted"),
+            ),
+            models.Index(
+                fields=["project", "status", "-created_at", "-id"], name="file_list_status"
+            ),
+            # The purge sweep: deleted, not yet purged, oldest first.
+            models.Index(
+                fields=["deleted_at"],
+                name="file_purge_due",
+                condition=Q(status="deleted", purged_at__isnull=True),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.filename} ({self.id})"
+
+
+class FileVersion(models.Model):
+    """Every version a file has published; previous versions keep their stored objects."""
+
+    file = models.ForeignKey(File, on_delete=models.CASCADE, related_name="versions")
+    version = models.PositiveIntegerField()
+    stored_object = models.ForeignKey(StoredObject, on_delete=models.PROTECT, related_name="versions")
+    content_type = models.CharField(max_length=255)
+    size = models.BigIntegerField()
+    checksum = models.CharField(max_length=100)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["file", "version"], name="fileversion_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.file_id} v{self.version}"
+
+
+class IdempotencyRecord(models.Model):
+    """The first answer to an upload request carrying an Idempotency-Key, replayed on retry."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=255)
+    request_hash = models.CharField(max_length=64)
+    file = models.ForeignKey(File, on_delete=models.CASCADE, related_name="+")
+    response_body = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "key"], name="idempotency_unique")
+        ]
+        indexes = [models.Index(fields=["created_at"], name="idempotency_created")]
+
+    def __str__(self) -> str:
+        return self.key

@@ -1,0 +1,154 @@
+"""Read queries for files and folders, each served by one index (see File.Meta.indexes)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import connection
+
+from accounts.models import Project
+from files.models import File
+from storage_service.errors import FileNotFound
+from storage_service.ids import looks_like_id
+from storage_service.pagination import Page, decode_cursor, encode_cursor, keyset_page
+
+SORT_FIELDS = {
+    "createdAt": ("created_at", "created_at"),
+    "updatedAt": ("updated_at", "updated_at"),
+    "filename": ("filename", "filename"),
+    "size": ("size", "size"),
+}
+
+
+@dataclass(frozen=True)
+class FileFilters:
+    limit: int = 20
+    cursor: str | None = None
+    search: str | None = None
+    path: str | None = None
+    path_is_root: bool = False
+    status: str | None = None
+    content_type: str | None = None
+    sort_by: str = "createdAt"
+    order: str = "desc"
+
+
+def file_get(*, project: Project, file_id: str) -> File:
+    """A visible file of the project; deleted, foreign and unknown files are all 404."""
+    if not looks_like_id(file_id, "file"):
+        raise FileNotFound("No such file.")
+    file = File.objects.for_project(project).visible().filter(id=file_id).first()
+    if file is None:
+        raise FileNotFound("No such file.")
+    return file
+
+
+def file_list(*, project: Project, filters: FileFilters) -> Page[File]:
+    """One page of the project's files.
+
+    Deleted files are left out unless ``status=deleted`` is asked for (the trash). Every
+    filter combined with every sort is a keyset page; ``search`` is a case-insensitive
+    substring match, served by a trigram index on ``UPPER(filename)`` where pg_trgm exists.
+    """
+    queryset = File.objects.for_project(project)
+    if filters.status is not None:
+        queryset = queryset.filter(status=filters.status)
+    else:
+        queryset = queryset.visible()
+    if filters.path_is_root:
+        queryset = queryset.filter(path__isnull=True)
+    elif filters.path is not None:
+        queryset = queryset.filter(path=filters.path)
+    if filters.content_type is not None:
+        queryset = queryset.filter(content_type=filters.content_type)
+    if filters.search:
+        queryset = queryset.filter(filename__icontains=filters.search)
+    field, column = SORT_FIELDS[filters.sort_by]
+    return keyset_page(
+        queryset,
+        column=column,
+        field=field,
+        descending=filters.order == "desc",
+        limit=filters.limit,
+        cursor=filters.cursor,
+        scope=f"files:{filters.sort_by}:{filters.order}",
+    )
+
+
+@dataclass(frozen=True)
+class Folder:
+    path: str
+    name: str
+    parent: str | None
+    file_count: int
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "name": self.name,
+            "parent": self.parent,
+            "fileCount": self.file_count,
+        }
+
+
+@dataclass(frozen=True)
+class FolderPage:
+    items: list[Folder]
+    has_more: bool
+    next_cursor: str | None
+
+
+def _like_escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def folder_list(
+    *, project: Project, parent: str | None, limit: int = 100, cursor: str | None = None
+) -> FolderPage:
+    """The direct child folders of ``parent`` (None: the root), by name.
+
+    Folders are derived from the paths of visible files: a folder exists while a file is in
+    it or below it, and ``fileCount`` counts those files. The prefix match is served by the
+    ``(project, path)`` index.
+    """
+    scope = f"folders:{parent or ''}"
+    after = decode_cursor(cursor, scope)[0] if cursor else None
+    if parent is None:
+        child = "split_part(path, '/', 1)"
+        where = "path IS NOT NULL"
+        params: list[Any] = []
+    else:
+        child = "split_part(substr(path, %s), '/', 1)"
+        where = "path LIKE %s"
+        params = [len(parent) + 2]
+    sql_params: list[Any] = [*params, project.id]
+    if parent is not None:
+        sql_params.append(_like_escape(parent) + "/%")
+    sql = f"""
+        SELECT name, count(*) FROM (
+            SELECT {child} AS name FROM files_file
+            WHERE project_id = %s AND status <> 'deleted' AND {where}
+        ) AS children
+        WHERE name <> '' {"AND name > %s" if after is not None else ""}
+        GROUP BY name ORDER BY name LIMIT %s
+    """
+    if after is not None:
+        sql_params.append(after)
+    sql_params.append(limit + 1)
+    with connection.cursor() as db:
+        db.execute(sql, sql_params)
+        rows = db.fetchall()
+    has_more = len(rows) > limit
+    rows = rows[:limit]
+    items = [
+        Folder(
+            path=name if parent is None else f"{parent}/{name}",
+            name=name,
+            parent=parent,
+            file_count=count,
+        )
+        for name, count in rows
+    ]
+    next_cursor = encode_cursor(scope, items[-1].name, items[-1].name) if has_more and items else None
+    return FolderPage(items=items, has_more=has_more, next_cursor=next_cursor)

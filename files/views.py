@@ -1,0 +1,216 @@
+"""HTTP only: parse, call a service or selector, render. The table of endpoints is urls.py."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+from rest_framework import serializers, viewsets
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from files import selectors, services
+from files.models import File
+from files.serializers import (
+    CopyRequest,
+    DownloadUrlRequest,
+    EmptyRequest,
+    ReplaceRequest,
+    UpdateRequest,
+    UploadRequest,
+    file_json,
+)
+from files.validation import clean_content_type, clean_path
+from storage_service import objectstore
+from storage_service.context import project_of
+from storage_service.errors import ValidationError
+from storage_service.serializers import validated
+from storage_service.timefmt import iso
+
+_IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,255}$")
+
+
+def upload_json(upload: objectstore.PresignedUpload) -> dict[str, Any]:
+    return {
+        "url": upload.url,
+        "method": upload.method,
+        "headers": upload.headers,
+        "expiresAt": iso(upload.expires_at),
+    }
+
+
+class FileListQuery(serializers.Serializer):
+    limit = serializers.IntegerField(min_value=1, max_value=100, default=20)
+    cursor = serializers.CharField(required=False, max_length=2000)
+    search = serializers.CharField(required=False, max_length=255, trim_whitespace=False)
+    path = serializers.CharField(required=False, allow_blank=True, max_length=4096)
+    status = serializers.ChoiceField(choices=File.Status.values, required=False)
+    contentType = serializers.CharField(required=False, max_length=255)
+    sortBy = serializers.ChoiceField(choices=list(selectors.SORT_FIELDS), default="createdAt")
+    order = serializers.ChoiceField(choices=["asc", "desc"], default="desc")
+
+    def validate_path(self, value: str) -> str:
+        cleaned = clean_path(value)
+        return "" if cleaned is None else cleaned
+
+    def validate_contentType(self, value: str) -> str:
+        return clean_content_type(value)
+
+
+def _query(serializer_class: type[serializers.Serializer], request: Request) -> dict[str, Any]:
+    # A parameter given twice is ambiguous; refuse it rather than pick one.
+    repeated = [key for key in request.query_params if len(request.query_params.getlist(key)) > 1]
+    if repeated:
+        raise ValidationError(
+            "A query parameter was given more than once.",
+            details={key: ["Given more than once."] for key in repeated},
+        )
+    return validated(serializer_class, request.query_params.dict())
+
+
+class FileViewSet(viewsets.ViewSet):
+    """The contract's "Files" section."""
+
+    def upload(self, request: Request) -> Response:
+        body = validated(UploadRequest, request.data)
+        key = request.headers.get("Idempotency-Key")
+        if key is not None and not _IDEMPOTENCY_KEY.match(key):
+            raise ValidationError(
+                "Idempotency-Key must be 1 to 255 printable ASCII characters.",
+                details={"Idempotency-Key": ["Invalid header value."]},
+            )
+        request_hash = hashlib.sha256(
+            json.dumps(request.data, sort_keys=True, separators=(",", ":")).encode()
+        ).hexdigest()
+        started = services.file_upload_start(
+            project=project_of(request),
+            filename=body["filename"],
+            content_type=body["contentType"],
+            size=body["size"],
+            path=body.get("path"),
+            metadata=body.get("metadata"),
+            idempotency_key=key,
+            request_hash=request_hash,
+        )
+        response = Response(
+            {"file": file_json(started.file), "upload": upload_json(started.upload)}, status=201
+        )
+        if started.replayed:
+            response["Idempotent-Replayed"] = "true"
+        return response
+
+    def complete(self, request: Request, file_id: str) -> Response:
+        validated(EmptyRequest, request.data)
+        file = services.file_complete(project=project_of(request), file_id=file_id)
+        return Response(
+            {
+                "data": {
+                    "id": file.id,
+                    "status": file.status,
+                    "uploadedAt": iso(file.uploaded_at),
+                    "checksum": file.checksum,
+                    "version": file.version,
+                }
+            }
+        )
+
+    def list(self, request: Request) -> Response:
+        query = _query(FileListQuery, request)
+        path = query.get("path")
+        page = selectors.file_list(
+            project=project_of(request),
+            filters=selectors.FileFilters(
+                limit=query["limit"],
+                cursor=query.get("cursor"),
+                search=query.get("search") or None,
+                path=path or None,
+                path_is_root=path == "",
+                status=query.get("status"),
+                content_type=query.get("contentType"),
+                sort_by=query["sortBy"],
+                order=query["order"],
+            ),
+        )
+        return Response(
+            {"data": [file_json(f) for f in page.items], "pagination": page.pagination_json()}
+        )
+
+    def retrieve(self, request: Request, file_id: str) -> Response:
+        file = selectors.file_get(project=project_of(request), file_id=file_id)
+        return Response({"data": file_json(file)})
+
+    def partial_update(self, request: Request, file_id: str) -> Response:
+        changes = validated(UpdateRequest, request.data)
+        file = services.file_update(project=project_of(request), file_id=file_id, changes=changes)
+        return Response(file_json(file))
+
+    def copy(self, request: Request, file_id: str) -> Response:
+        body = validated(CopyRequest, request.data)
+        file = services.file_copy(
+            project=project_of(request),
+            file_id=file_id,
+            filename=body.get("filename"),
+            path=body["path"] if "path" in body else ...,
+        )
+        return Response(file_json(file), status=201)
+
+    def download_url(self, request: Request, file_id: str) -> Response:
+        body = validated(DownloadUrlRequest, request.data)
+        download = services.file_download_url(
+            project=project_of(request),
+            file_id=file_id,
+            expires_in=body.get("expiresInSeconds", 3600),
+        )
+        return Response({"url": download.url, "expiresAt": iso(download.expires_at)})
+
+    def replace(self, request: Request, file_id: str) -> Response:
+        body = validated(ReplaceRequest, request.data)
+        started = services.file_replace_start(
+            project=project_of(request),
+            file_id=file_id,
+            content_type=body["contentType"],
+            size=body["size"],
+        )
+        return Response({"file": file_json(started.file), "upload": upload_json(started.upload)})
+
+    def replace_complete(self, request: Request, file_id: str) -> Response:
+        validated(EmptyRequest, request.data)
+        file = services.file_replace_complete(project=project_of(request), file_id=file_id)
+        return Response(file_json(file))
+
+    def destroy(self, request: Request, file_id: str) -> Response:
+        file = services.file_delete(project=project_of(request), file_id=file_id)
+        return Response({"data": {"id": file.id, "deleted": True}})
+
+    def restore(self, request: Request, file_id: str) -> Response:
+        validated(EmptyRequest, request.data)
+        file = services.file_restore(project=project_of(request), file_id=file_id)
+        return Response(file_json(file))
+
+
+class FolderListQuery(serializers.Serializer):
+    parent = serializers.CharField(required=False, allow_blank=True, max_length=4096)
+    limit = serializers.IntegerField(min_value=1, max_value=100, default=100)
+    cursor = serializers.CharField(required=False, max_length=2000)
+
+    def validate_parent(self, value: str) -> str | None:
+        return clean_path(value)
+
+
+class FolderViewSet(viewsets.ViewSet):
+    def list(self, request: Request) -> Response:
+        query = _query(FolderListQuery, request)
+        page = selectors.folder_list(
+            project=project_of(request),
+            parent=query.get("parent"),
+            limit=query["limit"],
+            cursor=query.get("cursor"),
+        )
+        return Response(
+            {
+                "data": [folder.as_json() for folder in page.items],
+                "pagination": {"hasMore": page.has_more, "nextCursor": page.next_cursor},
+            }
+        )

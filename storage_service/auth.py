@@ -1,0 +1,38 @@
+"""Bearer API-key authentication: every request resolves to exactly one project."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework.authentication import BaseAuthentication
+from rest_framework.permissions import BasePermission
+from rest_framework.request import Request
+
+from accounts.models import ApiKey
+from accounts.selectors import api_key_resolve
+from storage_service.errors import Unauthenticated
+
+
+class ApiKeyAuthentication(BaseAuthentication):
+    def authenticate(self, request: Request) -> tuple[Any, ApiKey] | None:
+        header = request.META.get("HTTP_AUTHORIZATION", "")
+        if not header:
+            return None
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise Unauthenticated("The Authorization header must be 'Bearer <API key>'.")
+        api_key = api_key_resolve(raw_key=token.strip())
+        if api_key is None:
+            raise Unauthenticated("The API key is unknown or has been revoked.")
+        # request.user is the key itself: the API has no human users, only project keys.
+        return api_key, api_key
+
+    def authenticate_header(self, request: Request) -> str:
+        return "Bearer"
+
+
+class HasProject(BasePermission):
+    def has_permission(self, request: Request, view: Any) -> bool:
+        if not isinstance(request.auth, ApiKey):
+            raise Unauthenticated("Send 'Authorization: Bearer <API key>'.")
+        return True

@@ -1,0 +1,43 @@
+"""Public identifiers: ``<prefix>_<26 chars>``, ULID-shaped.
+
+48 bits of millisecond time then 80 random bits, in lowercase Crockford base32: unguessable
+(80 random bits), sortable by creation time, and friendly to B-tree indexes because new ids
+land at the right edge of the index instead of at random pages.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+
+_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
+ID_BODY_LENGTH = 26
+
+
+def _encode(value: int, length: int) -> str:
+    chars = []
+    for _ in range(length):
+        chars.append(_ALPHABET[value & 31])
+        value >>= 5
+    return "".join(reversed(chars))
+
+
+def new_id(prefix: str, *, now_ms: int | None = None) -> str:
+    millis = int(time.time() * 1000) if now_ms is None else now_ms
+    value = (millis & ((1 << 48) - 1)) << 80 | secrets.randbits(80)
+    return f"{prefix}_{_encode(value, ID_BODY_LENGTH)}"
+
+
+def looks_like_id(value: str, prefix: str) -> bool:
+    """A cheap shape check, so a malformed id is a plain 404 without touching the database."""
+    head, sep, body = value.partition("_")
+    return (
+        sep == "_"
+        and head == prefix
+        and len(body) == ID_BODY_LENGTH
+        and all(c in _ALPHABET for c in body)
+    )
+
+
+def id_field_length(prefix: str) -> int:
+    return len(prefix) + 1 + ID_BODY_LENGTH

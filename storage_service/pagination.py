@@ -1,0 +1,95 @@
+"""Keyset (cursor) pagination: the cost of a page never grows with its depth.
+
+A cursor is an opaque, signed token holding the sort it belongs to and the last row's sort
+value and id. The next page is ``WHERE (sort, id) > (value, id)`` (or ``<`` when descending)
+``ORDER BY sort, id LIMIT n + 1``: an index range scan that starts where the last page ended,
+unlike OFFSET, which reads and throws away every earlier row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Generic, TypeVar
+
+from django.core import signing
+from django.db.models import Model, QuerySet
+
+from storage_service.errors import ValidationError
+
+T = TypeVar("T", bound=Model)
+
+_SALT = "storage_service.pagination.cursor"
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    items: list[T]
+    has_more: bool
+    next_cursor: str | None
+
+    def pagination_json(self) -> dict[str, Any]:
+        return {"hasMore": self.has_more, "nextCursor": self.next_cursor}
+
+
+def encode_cursor(scope: str, value: Any, row_id: str) -> str:
+    if isinstance(value, datetime):
+        value = {"dt": value.isoformat()}  # microseconds kept: the cursor must be exact
+    return signing.dumps({"s": scope, "v": value, "i": row_id}, salt=_SALT, compress=True)
+
+
+def decode_cursor(cursor: str, scope: str) -> tuple[Any, str]:
+    try:
+        payload = signing.loads(cursor, salt=_SALT)
+    except signing.BadSignature as exc:
+        raise ValidationError(
+            "The cursor is invalid; pass nextCursor back unchanged.",
+            details={"cursor": ["Invalid cursor."]},
+        ) from exc
+    if not isinstance(payload, dict) or payload.get("s") != scope:
+        raise ValidationError(
+            "The cursor belongs to another sort order; start again without a cursor.",
+            details={"cursor": ["Cursor does not match sortBy/order."]},
+        )
+    value = payload.get("v")
+    if isinstance(value, dict) and "dt" in value:
+        value = datetime.fromisoformat(value["dt"])
+    row_id = payload.get("i")
+    if not isinstance(row_id, str):
+        raise ValidationError("The cursor is invalid.", details={"cursor": ["Invalid cursor."]})
+    return value, row_id
+
+
+def keyset_page(
+    queryset: QuerySet[T],
+    *,
+    column: str,
+    field: str,
+    descending: bool,
+    limit: int,
+    cursor: str | None,
+    scope: str,
+) -> Page[T]:
+    """One page of ``queryset`` ordered by ``(field, id)``.
+
+    ``column`` is the SQL column of ``field``; the row comparison ``(col, id) < (%s, %s)`` is
+    written in SQL because PostgreSQL turns it into a single index range condition, where the
+    equivalent ``a < x OR (a = x AND id < y)`` is only a filter.
+    """
+    table = queryset.model._meta.db_table
+    if cursor:
+        value, row_id = decode_cursor(cursor, scope)
+        op = "<" if descending else ">"
+        queryset = queryset.extra(
+            where=[f'("{table}"."{column}", "{table}"."id") {op} (%s, %s)'],
+            params=[value, row_id],
+        )
+    prefix = "-" if descending else ""
+    rows = list(queryset.order_by(f"{prefix}{field}", f"{prefix}id")[: limit + 1])
+    has_more = len(rows) > limit
+    items = rows[:limit]
+    next_cursor = None
+    if has_more and items:
+        last = items[-1]
+        next_cursor = encode_cursor(scope, getattr(last, field), str(last.pk))
+    return Page(items=items, has_more=has_more, next_cursor=next_cursor)

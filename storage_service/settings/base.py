@@ -1,0 +1,194 @@
+"""Settings shared by every profile. Configuration is environment variables only.
+
+Profiles: ``dev`` (local development, ``make run`` and ``manage.py``), ``test`` (the suite) and
+``production``. Only ``dev`` and ``test`` give secrets a default.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import parse_qs, unquote, urlparse
+
+from django.core.exceptions import ImproperlyConfigured
+
+from storage_service.env import env_bool, env_int, env_int_list, env_list, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent.parent
+
+GIB = 1024**3
+TIB = 1024**4
+
+
+def database_from_url(url: str) -> dict[str, object]:
+    """Django DATABASES entry from ``postgres://user:pass@host:port/name?sslmode=...``.
+
+    A host starting with ``/`` (or ``%2F``) is a unix-socket directory, which is how the
+    embedded PostgreSQL fallback answers.
+    """
+    parsed = urlparse(url)
+    if parsed.scheme not in {"postgres", "postgresql"}:
+        raise ImproperlyConfigured(f"DATABASE_URL must be a postgres:// URL, got {url!r}")
+    name = unquote(parsed.path.lstrip("/"))
+    if not name:
+        raise ImproperlyConfigured("DATABASE_URL must name a database")
+    query = {key: values[-1] for key, values in parse_qs(parsed.query).items()}
+    host = unquote(parsed.hostname or "") if parsed.hostname else ""
+    if "host" in query:
+        host = query.pop("host")
+    options: dict[str, object] = dict(query)
+    return {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": name,
+        "USER": unquote(parsed.username or ""),
+        "PASSWORD": unquote(parsed.password or ""),
+        "HOST": host,
+        "PORT": str(parsed.port or ""),
+        # Persistent connections: the API answers most requests with two or three queries, so
+        # a fresh connection per request would dominate latency.
+        "CONN_MAX_AGE": env_int("DATABASE_CONN_MAX_AGE", 60, minimum=0),
+        "CONN_HEALTH_CHECKS": True,
+        "OPTIONS": options,
+    }
+
+
+DEBUG = False
+ALLOWED_HOSTS = env_list("SERVICE_ALLOWED_HOSTS", ["127.0.0.1", "localhost"])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "rest_framework",
+    "django_filters",
+    "storage_service",
+    "accounts",
+    "files",
+    "uploads",
+    "variants",
+    "webhooks",
+]
+
+MIDDLEWARE = [
+    "storage_service.middleware.RequestIdMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "storage_service.urls"
+WSGI_APPLICATION = "storage_service.wsgi.application"
+APPEND_SLASH = False
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ]
+        },
+    }
+]
+
+DATABASE_URL = env_str("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/storage_service")
+DATABASES = {"default": database_from_url(DATABASE_URL)}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": "storage",
+    }
+}
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "var" / "static"
+
+# --- Object store ------------------------------------------------------------------------
+AWS_S3_ENDPOINT_URL = env_str("AWS_S3_ENDPOINT_URL", "") or None
+# Where clients reach the store, when that differs from where the service reaches it (a
+# store on a private network behind a public hostname). Presigned URLs are signed for it.
+AWS_S3_PUBLIC_ENDPOINT_URL = env_str("AWS_S3_PUBLIC_ENDPOINT_URL", "") or AWS_S3_ENDPOINT_URL
+AWS_S3_REGION_NAME = env_str("AWS_S3_REGION_NAME", "us-east-1")
+AWS_S3_ADDRESSING_STYLE = env_str("AWS_S3_ADDRESSING_STYLE", "path")
+if AWS_S3_ADDRESSING_STYLE not in {"path", "virtual", "auto"}:
+    raise ImproperlyConfigured("AWS_S3_ADDRESSING_STYLE must be path, virtual or auto")
+AWS_STORAGE_BUCKET_NAME = env_str("AWS_STORAGE_BUCKET_NAME", "storage")
+# Credentials: set in the profile (dev/test defaults; production requires them).
+AWS_ACCESS_KEY_ID: str = ""
+AWS_SECRET_ACCESS_KEY: str = ""
+
+# --- Product limits (each documented in the README) ----------------------------------------
+SERVICE_DELETE_GRACE_DAYS = env_int("SERVICE_DELETE_GRACE_DAYS", 7, minimum=0)
+SERVICE_WEBHOOK_RETRY_DELAYS_MS = env_int_list(
+    "SERVICE_WEBHOOK_RETRY_DELAYS_MS", [1000, 5000, 30000, 120000], minimum=0
+)
+SERVICE_UPLOAD_URL_TTL_SECONDS = env_int("SERVICE_UPLOAD_URL_TTL_SECONDS", 900, minimum=60)
+SERVICE_MAX_SINGLE_UPLOAD_BYTES = env_int("SERVICE_MAX_SINGLE_UPLOAD_BYTES", 5 * GIB, minimum=1)
+SERVICE_MAX_MULTIPART_UPLOAD_BYTES = env_int(
+    "SERVICE_MAX_MULTIPART_UPLOAD_BYTES", 5 * TIB, minimum=1
+)
+SERVICE_MAX_FILENAME_LENGTH = env_int("SERVICE_MAX_FILENAME_LENGTH", 255, minimum=1, maximum=1024)
+SERVICE_MAX_PATH_LENGTH = env_int("SERVICE_MAX_PATH_LENGTH", 1024, minimum=1, maximum=4096)
+SERVICE_MAX_METADATA_KEYS = env_int("SERVICE_MAX_METADATA_KEYS", 64, minimum=0)
+SERVICE_MAX_METADATA_BYTES = env_int("SERVICE_MAX_METADATA_BYTES", 8192, minimum=2)
+SERVICE_IDEMPOTENCY_TTL_HOURS = env_int("SERVICE_IDEMPOTENCY_TTL_HOURS", 24, minimum=1)
+# A single upload whose bytes never arrived is marked failed after this long.
+SERVICE_PENDING_UPLOAD_EXPIRY_HOURS = env_int("SERVICE_PENDING_UPLOAD_EXPIRY_HOURS", 24, minimum=1)
+SERVICE_PURGE_BATCH_SIZE = env_int("SERVICE_PURGE_BATCH_SIZE", 500, minimum=1)
+
+# --- Celery ------------------------------------------------------------------------------
+CELERY_BROKER_URL = REDIS_URL
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_ALWAYS_EAGER = False
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BEAT_SCHEDULE = {
+    "purge-deleted-files": {
+        "task": "files.tasks.purge_deleted_files",
+        "schedule": env_int("SERVICE_PURGE_INTERVAL_SECONDS", 3600, minimum=10),
+    },
+    "expire-pending-uploads": {
+        "task": "files.tasks.expire_pending_uploads",
+        "schedule": env_int("SERVICE_EXPIRE_PENDING_INTERVAL_SECONDS", 900, minimum=10),
+    },
+}
+
+# --- DRF ---------------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["storage_service.auth.ApiKeyAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["storage_service.auth.HasProject"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "EXCEPTION_HANDLER": "storage_service.errors.exception_handler",
+    "UNAUTHENTICATED_USER": None,
+    "DEFAULT_FILTER_BACKENDS": [],
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("SERVICE_LOG_LEVEL", "INFO")},
+}

@@ -1,0 +1,29 @@
+"""The test suite: real PostgreSQL, Redis and SeaweedFS, as ``make test`` resolves them."""
+
+from __future__ import annotations
+
+import os
+
+from storage_service.env import load_env_file
+from storage_service.settings.paths import SERVICES_ENV_FILE
+
+load_env_file(SERVICES_ENV_FILE)
+# The suite writes to its own bucket so it never touches what `make run` stored.
+os.environ["AWS_STORAGE_BUCKET_NAME"] = os.environ.get("TEST_AWS_STORAGE_BUCKET_NAME", "storage-test")
+
+from storage_service.settings.base import *  # noqa: E402,F403
+from storage_service.env import env_secret  # noqa: E402
+
+DEBUG = False
+SECRET_KEY = "test-secret-key"
+SERVICE_API_KEY_HASH_SECRET = "test-api-key-hash-secret"
+AWS_ACCESS_KEY_ID = env_secret("AWS_ACCESS_KEY_ID", "storage-dev")
+AWS_SECRET_ACCESS_KEY = env_secret("AWS_SECRET_ACCESS_KEY", "storage-dev-secret-0123456789")
+SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS = True
+ALLOWED_HOSTS = ["*"]
+# Keep test cache keys apart from a running `make run`.
+CACHES["default"]["KEY_PREFIX"] = "storage-test"  # noqa: F405
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+# Test tasks go to their own queue, so a `make run` worker on the same Redis never takes them
+# (it would run them against the development database).
+CELERY_TASK_DEFAULT_QUEUE = "storage-test"

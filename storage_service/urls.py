@@ -1,0 +1,32 @@
+"""Every route of the API, one line each, as the contract lists them."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.urls import path
+
+from accounts.views import MeView
+from files.views import FileViewSet, FolderViewSet
+
+files = FileViewSet.as_view
+F = "v1/files/<str:file_id>"
+
+urlpatterns = [
+    path("v1/me", MeView.as_view()),
+    path("v1/files/upload", files({"post": "upload"})),
+    path("v1/files", files({"get": "list"})),
+    path(F, files({"get": "retrieve", "patch": "partial_update", "delete": "destroy"})),
+    path(f"{F}/complete", files({"post": "complete"})),
+    path(f"{F}/copy", files({"post": "copy"})),
+    path(f"{F}/download-url", files({"post": "download_url"})),
+    path(f"{F}/replace", files({"post": "replace"})),
+    path(f"{F}/replace/complete", files({"post": "replace_complete"})),
+    path(f"{F}/restore", files({"post": "restore"})),
+    path("v1/folders", FolderViewSet.as_view({"get": "list"})),
+    path("admin/", admin.site.urls),
+]
+
+handler400 = "storage_service.errors.handler400"
+handler403 = "storage_service.errors.handler403"
+handler404 = "storage_service.errors.handler404"
+handler500 = "storage_service.errors.handler500"
