@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import admin
-from django.urls import path
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.urls import path, re_path
 
 from accounts.views import MeView
 from files.views import FileViewSet, FolderViewSet
@@ -25,6 +27,25 @@ urlpatterns = [
     path("v1/folders", FolderViewSet.as_view({"get": "list"})),
     path("admin/", admin.site.urls),
 ]
+
+
+def bare_json(request: HttpRequest) -> HttpResponse:
+    """A fixed JSON body and nothing else: the benchmarks' ceiling for this server."""
+    return JsonResponse({"data": {"ok": True}})
+
+
+if settings.SERVICE_BENCH_ROUTES:
+    urlpatterns.append(path("bench/bare", bare_json))
+
+
+def not_found(request: HttpRequest, rest: str = "") -> HttpResponse:
+    return JsonResponse(
+        {"error": {"code": "NOT_FOUND", "message": "No such route."}}, status=404
+    )
+
+
+# Last: any other path is the JSON 404, in every profile (DEBUG's HTML page included).
+urlpatterns.append(re_path(r"^(?P<rest>.*)$", not_found))
 
 handler400 = "storage_service.errors.handler400"
 handler403 = "storage_service.errors.handler403"

@@ -75,6 +75,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "storage_service.middleware.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # The admin's assets, served by the app itself in every profile (no separate web server).
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -121,6 +123,15 @@ USE_I18N = False
 USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "var" / "static"
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns on a missing root
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+# Finds assets in the apps directly, so no collectstatic step is needed to run.
+WHITENOISE_USE_FINDERS = True
+# Benchmarks compare the API with a bare view in the same server; off unless asked for.
+SERVICE_BENCH_ROUTES = env_bool("SERVICE_BENCH_ROUTES", False)
 
 # --- Object store ------------------------------------------------------------------------
 AWS_S3_ENDPOINT_URL = env_str("AWS_S3_ENDPOINT_URL", "") or None

@@ -2,31 +2,19 @@
 
 from __future__ import annotations
 
-import boto3
 import pytest
-from django.conf import settings
 
 from files.models import File, StoredObject
 from files.services import files_purge_expired
 from storage_service import objectstore
-from tests.factories import Actor, jpeg_bytes, pdf_bytes, png_bytes, upload_body
+from tests.factories import Actor, jpeg_bytes, pdf_bytes, png_bytes
+from tests.helpers import start_upload, uploaded_file
 from tests.storage import get_from, put_to
 
 pytestmark = pytest.mark.e2e
 
 
-def start_upload(actor: Actor, data: bytes, **body: object) -> dict:
-    response = actor.post("/v1/files/upload", upload_body(data, **body))  # type: ignore[arg-type]
-    assert response.status_code == 201, response.json()
-    return response.json()
-
-
-def upload_file(actor: Actor, data: bytes, **body: object) -> dict:
-    started = start_upload(actor, data, **body)
-    assert put_to(started["upload"], data).status_code == 200
-    completed = actor.post(f"/v1/files/{started['file']['id']}/complete")
-    assert completed.status_code == 200, completed.json()
-    return started["file"]
+upload_file = uploaded_file
 
 
 def download(actor: Actor, file_id: str) -> bytes:

@@ -1,0 +1,29 @@
+"""Shared steps of the API tests: start, put and complete uploads as a client would."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.factories import Actor, png_bytes, upload_body
+from tests.storage import put_to
+
+
+def start_upload(actor: Actor, data: bytes | None = None, **body: Any) -> dict[str, Any]:
+    data = png_bytes() if data is None else data
+    response = actor.post("/v1/files/upload", upload_body(data, **body))
+    assert response.status_code == 201, response.json()
+    return response.json()
+
+
+def uploaded_file(actor: Actor, data: bytes | None = None, **body: Any) -> dict[str, Any]:
+    """A file in status uploaded, its bytes really in the store."""
+    data = png_bytes() if data is None else data
+    started = start_upload(actor, data, **body)
+    assert put_to(started["upload"], data).status_code == 200
+    completed = actor.post(f"/v1/files/{started['file']['id']}/complete")
+    assert completed.status_code == 200, completed.json()
+    return actor.get(f"/v1/files/{started['file']['id']}").json()["data"]
+
+
+def error_code(response: Any) -> str:
+    return str(response.json()["error"]["code"])

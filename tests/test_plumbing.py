@@ -1,0 +1,79 @@
+"""Authentication, the one error body, request ids."""
+
+from __future__ import annotations
+
+from django.test import Client
+
+from accounts.services import api_key_revoke
+from tests.factories import Actor
+
+
+def test_missing_key_is_unauthenticated(db: None) -> None:
+    response = Client().get("/v1/files")
+    assert response.status_code == 401
+    assert response.json()["error"]["code"] == "UNAUTHENTICATED"
+    assert response["WWW-Authenticate"] == "Bearer"
+
+
+def test_malformed_and_unknown_keys_are_unauthenticated(db: None) -> None:
+    for header in ["Token abc", "Bearer", "Bearer sk_test_short", "Bearer sk_test_" + "A" * 43]:
+        response = Client().get("/v1/files", HTTP_AUTHORIZATION=header)
+        assert response.status_code == 401, header
+        assert response.json()["error"]["code"] == "UNAUTHENTICATED"
+
+
+def test_revoked_key_stops_working_at_once(owner: Actor) -> None:
+    assert owner.get("/v1/me").status_code == 200
+    api_key_revoke(key_id=owner.key.api_key.id)
+    response = owner.get("/v1/me")
+    assert response.status_code == 401
+    assert response.json()["error"]["code"] == "UNAUTHENTICATED"
+
+
+def test_me_reports_project_organization_and_environment(owner: Actor) -> None:
+    body = owner.get("/v1/me").json()["data"]
+    assert body["project"] == {
+        "id": owner.project.id,
+        "name": "owner",
+        "createdAt": body["project"]["createdAt"],
+    }
+    assert body["organization"]["name"] == "acme"
+    assert body["environment"] == "test"
+    assert body["apiKey"]["id"] == owner.key.api_key.id
+    assert owner.key.raw_key not in str(body)
+
+
+def test_unknown_route_is_a_json_404(owner: Actor) -> None:
+    response = owner.get("/v1/nothing-here")
+    assert response.status_code == 404
+    assert response.json() == {"error": {"code": "NOT_FOUND", "message": "No such route."}}
+
+
+def test_wrong_method_is_a_json_405(owner: Actor) -> None:
+    response = owner.client.put("/v1/files", {}, format="json")
+    assert response.status_code == 405
+    assert response.json()["error"]["code"] == "METHOD_NOT_ALLOWED"
+
+
+def test_every_response_carries_a_request_id(owner: Actor) -> None:
+    ok = owner.get("/v1/me")
+    missing = Client().get("/v1/me")
+    assert ok["X-Request-Id"].startswith("req_")
+    assert missing["X-Request-Id"].startswith("req_")
+    assert ok["X-Request-Id"] != missing["X-Request-Id"]
+
+
+def test_a_sane_client_request_id_is_echoed(owner: Actor) -> None:
+    response = owner.client.get("/v1/me", HTTP_X_REQUEST_ID="client-123")
+    assert response["X-Request-Id"] == "client-123"
+    odd = owner.client.get("/v1/me", HTTP_X_REQUEST_ID="bad id\n")
+    assert odd["X-Request-Id"].startswith("req_")
+
+
+def test_ids_and_timestamps_have_the_documented_shape(owner: Actor) -> None:
+    response = owner.post(
+        "/v1/files/upload", {"filename": "a.txt", "contentType": "text/plain", "size": 1}
+    )
+    file = response.json()["file"]
+    assert file["id"].startswith("file_") and len(file["id"]) == 31
+    assert len(file["createdAt"]) == 24 and file["createdAt"].endswith("Z")
