@@ -58,10 +58,13 @@ def _lock_file(project: Project, file_id: str, *, include_deleted: bool = False)
     """The file row, locked for this transaction; 404 when missing, foreign or deleted."""
     if not looks_like_id(file_id, "file"):
         raise FileNotFound("No such file.")
-    queryset = File.objects.for_project(project).select_for_update(of=("self",))
+    queryset = File.objects.for_project(project).select_for_update()
     if not include_deleted:
         queryset = queryset.visible()
-    file = queryset.select_related("current_object", "replacement_object").filter(id=file_id).first()
+    # No select_related here: when this statement waits for another transaction's lock,
+    # PostgreSQL re-reads the locked file row but not the rows joined to it, so a joined
+    # replacement_object would be the stale one. Related rows are read after the lock.
+    file = queryset.filter(id=file_id).first()
     if file is None:
         raise FileNotFound("No such file.")
     file.project = project  # the caller's instance, so events read no extra row

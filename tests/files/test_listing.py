@@ -1,0 +1,139 @@
+"""GET /v1/files and GET /v1/folders: keyset pages, filters, the trash."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.utils import timezone
+
+from files.models import File
+from tests.factories import Actor, png_bytes
+from tests.helpers import start_upload, uploaded_file
+
+
+def walk(actor: Actor, **query: Any) -> list[dict[str, Any]]:
+    """Every page of a listing, following nextCursor until hasMore is false."""
+    seen: list[dict[str, Any]] = []
+    cursor = None
+    while True:
+        params = {**query, **({"cursor": cursor} if cursor else {})}
+        body = actor.get("/v1/files", params).json()
+        seen.extend(body["data"])
+        if not body["pagination"]["hasMore"]:
+            assert body["pagination"]["nextCursor"] is None
+            return seen
+        cursor = body["pagination"]["nextCursor"]
+        assert cursor
+
+
+@pytest.fixture
+def seven_files(owner: Actor) -> list[dict[str, Any]]:
+    files = []
+    for i, size in enumerate([30, 10, 10, 50, 20, 10, 40]):
+        files.append(
+            start_upload(owner, b"x" * size, filename=f"{'BCDAEGF'[i]}-{i}.txt", content_type="text/plain")["file"]
+        )
+    # Two files share a creation time and a size, so the id tie-break is exercised.
+    same = timezone.now() - timedelta(days=1)
+    File.objects.filter(id__in=[files[1]["id"], files[2]["id"]]).update(created_at=same, updated_at=same)
+    return files
+
+
+@pytest.mark.parametrize("sort_by", ["createdAt", "updatedAt", "filename", "size"])
+@pytest.mark.parametrize("order", ["asc", "desc"])
+def test_every_sort_pages_through_every_file_once_in_order(
+    owner: Actor, seven_files: list[dict[str, Any]], sort_by: str, order: str
+) -> None:
+    listed = walk(owner, limit=2, sortBy=sort_by, order=order)
+
+    assert sorted(f["id"] for f in listed) == sorted(f["id"] for f in seven_files)
+    keys = [(f[sort_by], f["id"]) for f in listed]
+    assert keys == sorted(keys, reverse=order == "desc")
+
+
+def test_default_is_newest_first_twenty_per_page(owner: Actor) -> None:
+    for i in range(21):
+        start_upload(owner, png_bytes(), filename=f"f{i}.png")
+    body = owner.get("/v1/files").json()
+    assert len(body["data"]) == 20
+    assert body["pagination"]["hasMore"] is True
+    assert body["data"][0]["filename"] == "f20.png"
+
+
+def test_search_path_status_and_content_type_filters(owner: Actor) -> None:
+    holiday = uploaded_file(owner, filename="Holiday_100%.png", path="trips/2026")
+    start_upload(owner, png_bytes(), filename="holiday-notes.png", path="trips")
+    start_upload(owner, b"%PDF", filename="tax.pdf", content_type="application/pdf")
+    root = start_upload(owner, png_bytes(), filename="root.png")["file"]
+
+    def names(**query: Any) -> set[str]:
+        return {f["filename"] for f in owner.get("/v1/files", query).json()["data"]}
+
+    assert names(search="HOLIDAY") == {"Holiday_100%.png", "holiday-notes.png"}
+    assert names(search="100%") == {"Holiday_100%.png"}  # LIKE wildcards are literal
+    assert names(search="_1") == {"Holiday_100%.png"}
+    assert names(path="trips/2026") == {holiday["filename"]}
+    assert names(path="trips") == {"holiday-notes.png"}
+    assert names(path="/") == {root["filename"], "tax.pdf"}
+    assert names(status="uploaded") == {holiday["filename"]}
+    assert names(contentType="application/pdf") == {"tax.pdf"}
+
+
+def test_deleted_files_appear_only_in_the_trash(owner: Actor) -> None:
+    kept = uploaded_file(owner, filename="kept.png")
+    gone = uploaded_file(owner, filename="gone.png")
+    owner.delete(f"/v1/files/{gone['id']}")
+
+    listed = owner.get("/v1/files").json()["data"]
+    trash = owner.get("/v1/files", {"status": "deleted"}).json()["data"]
+
+    assert [f["id"] for f in listed] == [kept["id"]]
+    assert [f["id"] for f in trash] == [gone["id"]]
+    assert trash[0]["status"] == "deleted"
+    assert trash[0]["deletedAt"].endswith("Z")
+
+
+def test_folders_are_derived_from_paths(owner: Actor) -> None:
+    for path in ["photos/2025", "photos/2026", "photos/2026", "photos", "docs", None]:
+        start_upload(owner, png_bytes(), path=path)
+    gone = uploaded_file(owner, path="old/stuff")
+    owner.delete(f"/v1/files/{gone['id']}")
+
+    root = owner.get("/v1/folders").json()
+    photos = owner.get("/v1/folders", {"parent": "photos"}).json()
+
+    assert root["data"] == [
+        {"path": "docs", "name": "docs", "parent": None, "fileCount": 1},
+        {"path": "photos", "name": "photos", "parent": None, "fileCount": 4},
+    ]
+    assert photos["data"] == [
+        {"path": "photos/2025", "name": "2025", "parent": "photos", "fileCount": 1},
+        {"path": "photos/2026", "name": "2026", "parent": "photos", "fileCount": 2},
+    ]
+    assert owner.get("/v1/folders", {"parent": "photos/2026"}).json()["data"] == []
+
+
+def test_folders_page_by_name(owner: Actor) -> None:
+    for name in ["a", "b", "c"]:
+        start_upload(owner, png_bytes(), path=name)
+    first = owner.get("/v1/folders", {"limit": 2}).json()
+    second = owner.get("/v1/folders", {"limit": 2, "cursor": first["pagination"]["nextCursor"]}).json()
+    assert [f["name"] for f in first["data"]] == ["a", "b"]
+    assert [f["name"] for f in second["data"]] == ["c"]
+    assert second["pagination"] == {"hasMore": False, "nextCursor": None}
+
+
+@pytest.mark.parametrize("query", [{"parent": "/x"}, {"limit": 0}, {"cursor": "zzz"}])
+def test_folders_refuse_bad_query(owner: Actor, query: dict[str, Any]) -> None:
+    response = owner.get("/v1/folders", query)
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "VALIDATION_ERROR"
+
+
+def test_list_issues_a_fixed_number_of_queries(owner: Actor, django_assert_max_num_queries: Any) -> None:
+    for i in range(30):
+        start_upload(owner, png_bytes(), filename=f"f{i}.png")
+    with django_assert_max_num_queries(2):  # the key lookup, the page
+        assert len(owner.get("/v1/files", {"limit": 30}).json()["data"]) == 30
