@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from django.conf import settings
+
+from storage_service.celery import app
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _database_url() -> str:
+    db = settings.DATABASES["default"]
+    user = quote(str(db["USER"] or ""))
+    password = f":{quote(str(db['PASSWORD']))}" if db["PASSWORD"] else ""
+    host = str(db["HOST"] or "")
+    auth = f"{user}{password}@" if user else ""
+    if host.startswith("/"):  # a unix socket (the embedded PostgreSQL)
+        return f"postgres://{auth}/{db['NAME']}?host={quote(host)}"
+    port = f":{db['PORT']}" if db["PORT"] else ""
+    return f"postgres://{auth}{host or '127.0.0.1'}{port}/{db['NAME']}"
+
+
+@pytest.fixture(scope="session")
+def celery_worker(django_db_setup: None, django_db_blocker: object) -> Iterator[subprocess.Popen]:
+    """A real Celery worker process, on the test queue, against the test database."""
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "storage_service.settings.test",
+        "DATABASE_URL": _database_url(),
+    }
+    app.control.purge()  # messages left on the test queue by an earlier, interrupted run
+    worker = subprocess.Popen(
+        [
+            sys.executable, "-m", "celery", "-A", "storage_service", "worker",
+            "-Q", settings.CELERY_TASK_DEFAULT_QUEUE, "--pool", "solo",
+            "--without-gossip", "--without-mingle", "--loglevel", "WARNING",
+        ],
+        cwd=ROOT,
+        env=env,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        replies = app.control.ping(timeout=0.5)
+        if replies:
+            break
+        if worker.poll() is not None:
+            raise RuntimeError("the Celery worker exited at start-up")
+    else:
+        worker.kill()
+        raise RuntimeError("the Celery worker did not answer within 30 s")
+    yield worker
+    worker.terminate()
+    try:
+        worker.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        worker.kill()
