@@ -73,7 +73,9 @@ class ApiKeyAdmin(admin.ModelAdmin):
     readonly_fields = ("id", "prefix", "project", "environment", "created_at", "revoked_at")
     fields = ("id", "prefix", "project", "environment", "name", "created_at", "revoked_at")
 
-    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
+    ) -> Any:
         if obj is None:
             kwargs["form"] = ApiKeyAddForm
         return super().get_form(request, obj, change=change, **kwargs)

@@ -9,7 +9,9 @@ from storage_service.ids import id_field_length, new_id
 
 class Organization(models.Model):
     id = models.CharField(
-        primary_key=True, max_length=id_field_length("org"), default=partial(new_id, "org"),
+        primary_key=True,
+        max_length=id_field_length("org"),
+        default=partial(new_id, "org"),
         editable=False,
     )
     name = models.CharField(max_length=200, unique=True)
@@ -21,10 +23,14 @@ class Organization(models.Model):
 
 class Project(models.Model):
     id = models.CharField(
-        primary_key=True, max_length=id_field_length("proj"), default=partial(new_id, "proj"),
+        primary_key=True,
+        max_length=id_field_length("proj"),
+        default=partial(new_id, "proj"),
         editable=False,
     )
-    organization = models.ForeignKey(Organization, on_delete=models.PROTECT, related_name="projects")
+    organization = models.ForeignKey(
+        Organization, on_delete=models.PROTECT, related_name="projects"
+    )
     name = models.CharField(max_length=200)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -43,7 +49,9 @@ class ApiKey(models.Model):
         LIVE = "live"
 
     id = models.CharField(
-        primary_key=True, max_length=id_field_length("key"), default=partial(new_id, "key"),
+        primary_key=True,
+        max_length=id_field_length("key"),
+        default=partial(new_id, "key"),
         editable=False,
     )
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="api_keys")

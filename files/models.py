@@ -149,7 +149,9 @@ class FileVersion(models.Model):
 
     file = models.ForeignKey(File, on_delete=models.CASCADE, related_name="versions")
     version = models.PositiveIntegerField()
-    stored_object = models.ForeignKey(StoredObject, on_delete=models.PROTECT, related_name="versions")
+    stored_object = models.ForeignKey(
+        StoredObject, on_delete=models.PROTECT, related_name="versions"
+    )
     content_type = models.CharField(max_length=255)
     size = models.BigIntegerField()
     checksum = models.CharField(max_length=100)

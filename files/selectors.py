@@ -150,5 +150,7 @@ def folder_list(
         )
         for name, count in rows
     ]
-    next_cursor = encode_cursor(scope, items[-1].name, items[-1].name) if has_more and items else None
+    next_cursor = (
+        encode_cursor(scope, items[-1].name, items[-1].name) if has_more and items else None
+    )
     return FolderPage(items=items, has_more=has_more, next_cursor=next_cursor)

@@ -217,7 +217,9 @@ def _idempotent_replay(project: Project, key: str, request_hash: str) -> Started
     # Two requests with one key must not both create a file: the advisory lock (released at
     # commit) makes the second wait for the first and then find its record.
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"{project.id}:{key}"])
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"{project.id}:{key}"]
+        )
     cutoff = timezone.now() - timedelta(hours=settings.SERVICE_IDEMPOTENCY_TTL_HOURS)
     record = IdempotencyRecord.objects.filter(project=project, key=key).first()
     if record is None:
@@ -272,7 +274,14 @@ def file_complete(*, project: Project, file_id: str) -> File:
             file.sniffed_type = verified.sniffed_type
             file.uploaded_at = now
             file.save(
-                update_fields=["status", "size", "checksum", "sniffed_type", "uploaded_at", "updated_at"]
+                update_fields=[
+                    "status",
+                    "size",
+                    "checksum",
+                    "sniffed_type",
+                    "uploaded_at",
+                    "updated_at",
+                ]
             )
             FileVersion.objects.create(
                 file=file,
@@ -291,9 +300,7 @@ def file_complete(*, project: Project, file_id: str) -> File:
 # --- Changes to an uploaded file -----------------------------------------------------------
 
 
-def file_update(
-    *, project: Project, file_id: str, changes: dict[str, Any]
-) -> File:
+def file_update(*, project: Project, file_id: str, changes: dict[str, Any]) -> File:
     """Rename, move and/or replace metadata; one event per kind of change that happened."""
     with transaction.atomic():
         file = _lock_file(project, file_id)
@@ -330,7 +337,9 @@ def file_copy(
     with transaction.atomic():
         source = _lock_file(project, file_id)
         if source.status != Status.UPLOADED:
-            raise FileNotUploaded(f"The file is {source.status}; only an uploaded file can be copied.")
+            raise FileNotUploaded(
+                f"The file is {source.status}; only an uploaded file can be copied."
+            )
         now = timezone.now()
         copy = File.objects.create(
             project=project,
@@ -365,7 +374,9 @@ def file_download_url(
     with transaction.atomic():
         file = _lock_file(project, file_id)
         if file.status != Status.UPLOADED:
-            raise FileNotUploaded(f"The file is {file.status}; only an uploaded file can be downloaded.")
+            raise FileNotUploaded(
+                f"The file is {file.status}; only an uploaded file can be downloaded."
+            )
         download = objectstore.presign_get(
             key=file.current_object.storage_key,
             expires_in=expires_in,
@@ -379,7 +390,9 @@ def file_download_url(
 # --- Replacement ---------------------------------------------------------------------------
 
 
-def file_replace_start(*, project: Project, file_id: str, content_type: str, size: int) -> StartedUpload:
+def file_replace_start(
+    *, project: Project, file_id: str, content_type: str, size: int
+) -> StartedUpload:
     """Presign the PUT of a new version; the file keeps serving its current one meanwhile.
 
     A replacement whose upload URL has expired no longer blocks a new one (the client could
@@ -393,7 +406,9 @@ def file_replace_start(*, project: Project, file_id: str, content_type: str, siz
     with transaction.atomic():
         file = _lock_file(project, file_id)
         if file.status != Status.UPLOADED:
-            raise FileNotUploaded(f"The file is {file.status}; only an uploaded file can be replaced.")
+            raise FileNotUploaded(
+                f"The file is {file.status}; only an uploaded file can be replaced."
+            )
         pending = file.replacement_object
         if pending is not None:
             if pending.upload_expires_at and pending.upload_expires_at > timezone.now():
@@ -471,7 +486,13 @@ def file_delete(*, project: Project, file_id: str) -> File:
         _discard(file.replacement_object)
         file.replacement_object = None
         file.save(
-            update_fields=["status", "status_before_delete", "deleted_at", "replacement_object", "updated_at"]
+            update_fields=[
+                "status",
+                "status_before_delete",
+                "deleted_at",
+                "replacement_object",
+                "updated_at",
+            ]
         )
         purge_after = now + timedelta(days=settings.SERVICE_DELETE_GRACE_DAYS)
         record_file_event(
@@ -489,7 +510,10 @@ def file_restore(*, project: Project, file_id: str) -> File:
         if file.purged_at is not None or file.current_object.state == StoredObject.State.PURGED:
             raise ObjectNotFound("The file's stored object has been purged; it cannot be restored.")
         restored_status = file.status_before_delete or Status.UPLOADED
-        if restored_status == Status.UPLOADED and objectstore.head(file.current_object.storage_key) is None:
+        if (
+            restored_status == Status.UPLOADED
+            and objectstore.head(file.current_object.storage_key) is None
+        ):
             raise ObjectNotFound("The file's stored object no longer exists in the store.")
         file.status = restored_status
         file.deleted_at = None
@@ -523,11 +547,15 @@ def files_purge_expired(
     cutoff = (now or timezone.now()) - timedelta(days=grace)
     due = File.objects.filter(status=Status.DELETED, purged_at__isnull=True, deleted_at__lte=cutoff)
     if dry_run:
-        return PurgeReport(files=list(due.order_by("deleted_at").values_list("id", flat=True)), dry_run=True)
+        return PurgeReport(
+            files=list(due.order_by("deleted_at").values_list("id", flat=True)), dry_run=True
+        )
     purged: list[str] = []
     while True:
         batch = list(
-            due.order_by("deleted_at").values_list("id", flat=True)[: settings.SERVICE_PURGE_BATCH_SIZE]
+            due.order_by("deleted_at").values_list("id", flat=True)[
+                : settings.SERVICE_PURGE_BATCH_SIZE
+            ]
         )
         progressed = False
         for file_id in batch:
@@ -545,7 +573,9 @@ def _purge_one(file_id: str, cutoff: datetime) -> bool:
         file = (
             File.objects.select_for_update(skip_locked=True)
             .select_related("project")
-            .filter(id=file_id, status=Status.DELETED, purged_at__isnull=True, deleted_at__lte=cutoff)
+            .filter(
+                id=file_id, status=Status.DELETED, purged_at__isnull=True, deleted_at__lte=cutoff
+            )
             .first()
         )
         if file is None:
@@ -556,9 +586,13 @@ def _purge_one(file_id: str, cutoff: datetime) -> bool:
         object_ids.add(file.current_object_id)
         if file.replacement_object_id:
             object_ids.add(file.replacement_object_id)
-        for stored in StoredObject.objects.select_for_update().filter(id__in=object_ids).order_by("id"):
+        for stored in (
+            StoredObject.objects.select_for_update().filter(id__in=object_ids).order_by("id")
+        ):
             still_used = (
-                FileVersion.objects.filter(stored_object=stored, file__purged_at__isnull=True).exists()
+                FileVersion.objects.filter(
+                    stored_object=stored, file__purged_at__isnull=True
+                ).exists()
                 or File.objects.filter(
                     Q(current_object=stored) | Q(replacement_object=stored), purged_at__isnull=True
                 ).exists()

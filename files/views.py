@@ -152,7 +152,7 @@ class FileViewSet(viewsets.ViewSet):
             project=project_of(request),
             file_id=file_id,
             filename=body.get("filename"),
-            path=body["path"] if "path" in body else ...,
+            path=body.get("path", ...),
         )
         return Response(file_json(file), status=201)
 
@@ -191,12 +191,21 @@ class FileViewSet(viewsets.ViewSet):
 
 
 class FolderListQuery(serializers.Serializer):
-    parent = serializers.CharField(required=False, allow_blank=True, max_length=4096)
-    limit = serializers.IntegerField(min_value=1, max_value=100, default=100)
-    cursor = serializers.CharField(required=False, max_length=2000)
+    def get_fields(self) -> dict[str, serializers.Field]:
+        # Declared here because "parent" is an attribute every serializer already has.
+        return {
+            "parent": serializers.CharField(required=False, allow_blank=True, max_length=4096),
+            "limit": serializers.IntegerField(min_value=1, max_value=100, default=100),
+            "cursor": serializers.CharField(required=False, max_length=2000),
+        }
 
-    def validate_parent(self, value: str) -> str | None:
-        return clean_path(value)
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if "parent" in attrs:
+            try:
+                attrs["parent"] = clean_path(attrs["parent"])
+            except serializers.ValidationError as exc:
+                raise serializers.ValidationError({"parent": exc.detail}) from exc
+        return attrs
 
 
 class FolderViewSet(viewsets.ViewSet):

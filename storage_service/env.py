@@ -55,7 +55,9 @@ def env_secret(name: str, default: str | None = None) -> str:
     return env_str(name, default)
 
 
-def env_int(name: str, default: int, *, minimum: int | None = None, maximum: int | None = None) -> int:
+def env_int(
+    name: str, default: int, *, minimum: int | None = None, maximum: int | None = None
+) -> int:
     raw = os.environ.get(name)
     if raw is None or raw == "":
         return default

@@ -165,9 +165,7 @@ _DRF_CODES: dict[type[Exception], tuple[int, str]] = {
 def _validation_details(detail: Any) -> dict[str, Any]:
     """DRF's nested error detail as ``{field: [messages]}``; non-field errors under ``body``."""
     if isinstance(detail, dict):
-        return {
-            str(key): _flatten_messages(value) for key, value in detail.items()
-        }
+        return {str(key): _flatten_messages(value) for key, value in detail.items()}
     return {"body": _flatten_messages(detail)}
 
 
@@ -202,13 +200,12 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
             response = Response(body, status=status)
             if status == 401:
                 response["WWW-Authenticate"] = "Bearer"
-            if isinstance(exc, drf_exceptions.Throttled) and exc.wait is not None:
-                response["Retry-After"] = str(int(exc.wait + 0.999))
+            wait = getattr(exc, "wait", None)
+            if isinstance(exc, drf_exceptions.Throttled) and wait is not None:
+                response["Retry-After"] = str(int(wait + 0.999))
             return response
     if isinstance(exc, drf_exceptions.APIException):
-        return Response(
-            error_body("ERROR", str(exc.detail)), status=exc.status_code
-        )
+        return Response(error_body("ERROR", str(exc.detail)), status=exc.status_code)
     # Anything else is a bug; it is logged with its traceback and answered without one.
     logger.exception("unhandled error in %s", context.get("view").__class__.__name__)
     return Response(error_body("INTERNAL_ERROR", "An unexpected error occurred."), status=500)

@@ -19,7 +19,9 @@ class RequestIdMiddleware:
         incoming = request.META.get("HTTP_X_REQUEST_ID", "")
         # A client-chosen id lets a caller correlate its own logs; anything odd is replaced so
         # that ids stay safe to log and to echo back.
-        request_id = incoming if _SAFE_REQUEST_ID.match(incoming) else "req_" + secrets.token_hex(12)
+        request_id = (
+            incoming if _SAFE_REQUEST_ID.match(incoming) else "req_" + secrets.token_hex(12)
+        )
         request.request_id = request_id  # type: ignore[attr-defined]
         response = self.get_response(request)
         response["X-Request-Id"] = request_id

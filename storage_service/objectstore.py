@@ -12,7 +12,7 @@ import threading
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import quote
 
 import boto3
@@ -54,7 +54,7 @@ class ObjectInfo:
 def _make_client(endpoint_url: str | None) -> S3Client:
     config = Config(
         signature_version="s3v4",
-        s3={"addressing_style": settings.AWS_S3_ADDRESSING_STYLE},
+        s3=cast(Any, {"addressing_style": settings.AWS_S3_ADDRESSING_STYLE}),
         retries={"max_attempts": 3, "mode": "standard"},
         connect_timeout=5,
         read_timeout=30,

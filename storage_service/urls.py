@@ -39,9 +39,7 @@ if settings.SERVICE_BENCH_ROUTES:
 
 
 def not_found(request: HttpRequest, rest: str = "") -> HttpResponse:
-    return JsonResponse(
-        {"error": {"code": "NOT_FOUND", "message": "No such route."}}, status=404
-    )
+    return JsonResponse({"error": {"code": "NOT_FOUND", "message": "No such route."}}, status=404)
 
 
 # Last: any other path is the JSON 404, in every profile (DEBUG's HTML page included).

@@ -64,5 +64,7 @@ def pdf_bytes() -> bytes:
     return image_bytes("PDF")
 
 
-def upload_body(data: bytes, *, filename: str = "photo.png", content_type: str = "image/png", **extra: Any) -> dict[str, Any]:
+def upload_body(
+    data: bytes, *, filename: str = "photo.png", content_type: str = "image/png", **extra: Any
+) -> dict[str, Any]:
     return {"filename": filename, "contentType": content_type, "size": len(data), **extra}

@@ -7,44 +7,86 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='Organization',
+            name="Organization",
             fields=[
-                ('id', models.CharField(default=functools.partial(storage_service.ids.new_id, *('org',), **{}), editable=False, max_length=30, primary_key=True, serialize=False)),
-                ('name', models.CharField(max_length=200, unique=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                (
+                    "id",
+                    models.CharField(
+                        default=functools.partial(storage_service.ids.new_id, *("org",), **{}),
+                        editable=False,
+                        max_length=30,
+                        primary_key=True,
+                        serialize=False,
+                    ),
+                ),
+                ("name", models.CharField(max_length=200, unique=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
         ),
         migrations.CreateModel(
-            name='Project',
+            name="Project",
             fields=[
-                ('id', models.CharField(default=functools.partial(storage_service.ids.new_id, *('proj',), **{}), editable=False, max_length=31, primary_key=True, serialize=False)),
-                ('name', models.CharField(max_length=200)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('organization', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='projects', to='accounts.organization')),
+                (
+                    "id",
+                    models.CharField(
+                        default=functools.partial(storage_service.ids.new_id, *("proj",), **{}),
+                        editable=False,
+                        max_length=31,
+                        primary_key=True,
+                        serialize=False,
+                    ),
+                ),
+                ("name", models.CharField(max_length=200)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "organization",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="projects",
+                        to="accounts.organization",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='ApiKey',
+            name="ApiKey",
             fields=[
-                ('id', models.CharField(default=functools.partial(storage_service.ids.new_id, *('key',), **{}), editable=False, max_length=30, primary_key=True, serialize=False)),
-                ('environment', models.CharField(choices=[('test', 'Test'), ('live', 'Live')], max_length=4)),
-                ('key_hash', models.CharField(editable=False, max_length=64, unique=True)),
-                ('prefix', models.CharField(editable=False, max_length=24)),
-                ('name', models.CharField(blank=True, max_length=200)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('revoked_at', models.DateTimeField(blank=True, null=True)),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='api_keys', to='accounts.project')),
+                (
+                    "id",
+                    models.CharField(
+                        default=functools.partial(storage_service.ids.new_id, *("key",), **{}),
+                        editable=False,
+                        max_length=30,
+                        primary_key=True,
+                        serialize=False,
+                    ),
+                ),
+                (
+                    "environment",
+                    models.CharField(choices=[("test", "Test"), ("live", "Live")], max_length=4),
+                ),
+                ("key_hash", models.CharField(editable=False, max_length=64, unique=True)),
+                ("prefix", models.CharField(editable=False, max_length=24)),
+                ("name", models.CharField(blank=True, max_length=200)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("revoked_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="api_keys",
+                        to="accounts.project",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'API key',
+                "verbose_name": "API key",
             },
         ),
     ]

@@ -7,130 +7,279 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('accounts', '0001_initial'),
+        ("accounts", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='File',
+            name="File",
             fields=[
-                ('id', models.CharField(default=functools.partial(storage_service.ids.new_id, *('file',), **{}), editable=False, max_length=31, primary_key=True, serialize=False)),
-                ('filename', models.CharField(max_length=1024)),
-                ('path', models.CharField(blank=True, max_length=4096, null=True)),
-                ('content_type', models.CharField(max_length=255)),
-                ('size', models.BigIntegerField()),
-                ('status', models.CharField(choices=[('pending', 'Pending'), ('uploaded', 'Uploaded'), ('failed', 'Failed'), ('deleted', 'Deleted')], default='pending', max_length=10)),
-                ('version', models.PositiveIntegerField(default=1)),
-                ('metadata', models.JSONField(blank=True, null=True)),
-                ('checksum', models.CharField(blank=True, max_length=100, null=True)),
-                ('sniffed_type', models.CharField(blank=True, max_length=255, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('uploaded_at', models.DateTimeField(blank=True, null=True)),
-                ('deleted_at', models.DateTimeField(blank=True, null=True)),
-                ('status_before_delete', models.CharField(blank=True, choices=[('pending', 'Pending'), ('uploaded', 'Uploaded'), ('failed', 'Failed'), ('deleted', 'Deleted')], max_length=10)),
-                ('purged_at', models.DateTimeField(blank=True, null=True)),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='files', to='accounts.project')),
+                (
+                    "id",
+                    models.CharField(
+                        default=functools.partial(storage_service.ids.new_id, *("file",), **{}),
+                        editable=False,
+                        max_length=31,
+                        primary_key=True,
+                        serialize=False,
+                    ),
+                ),
+                ("filename", models.CharField(max_length=1024)),
+                ("path", models.CharField(blank=True, max_length=4096, null=True)),
+                ("content_type", models.CharField(max_length=255)),
+                ("size", models.BigIntegerField()),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "Pending"),
+                            ("uploaded", "Uploaded"),
+                            ("failed", "Failed"),
+                            ("deleted", "Deleted"),
+                        ],
+                        default="pending",
+                        max_length=10,
+                    ),
+                ),
+                ("version", models.PositiveIntegerField(default=1)),
+                ("metadata", models.JSONField(blank=True, null=True)),
+                ("checksum", models.CharField(blank=True, max_length=100, null=True)),
+                ("sniffed_type", models.CharField(blank=True, max_length=255, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                ("uploaded_at", models.DateTimeField(blank=True, null=True)),
+                ("deleted_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "status_before_delete",
+                    models.CharField(
+                        blank=True,
+                        choices=[
+                            ("pending", "Pending"),
+                            ("uploaded", "Uploaded"),
+                            ("failed", "Failed"),
+                            ("deleted", "Deleted"),
+                        ],
+                        max_length=10,
+                    ),
+                ),
+                ("purged_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="files",
+                        to="accounts.project",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='StoredObject',
+            name="StoredObject",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('storage_key', models.CharField(max_length=200, unique=True)),
-                ('state', models.CharField(choices=[('pending', 'Pending'), ('live', 'Live'), ('discarded', 'Discarded'), ('purged', 'Purged')], default='pending', max_length=10)),
-                ('declared_type', models.CharField(max_length=255)),
-                ('declared_size', models.BigIntegerField()),
-                ('size', models.BigIntegerField(blank=True, null=True)),
-                ('sniffed_type', models.CharField(blank=True, max_length=255, null=True)),
-                ('checksum', models.CharField(blank=True, max_length=100, null=True)),
-                ('upload_expires_at', models.DateTimeField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('purged_at', models.DateTimeField(blank=True, null=True)),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='accounts.project')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("storage_key", models.CharField(max_length=200, unique=True)),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[
+                            ("pending", "Pending"),
+                            ("live", "Live"),
+                            ("discarded", "Discarded"),
+                            ("purged", "Purged"),
+                        ],
+                        default="pending",
+                        max_length=10,
+                    ),
+                ),
+                ("declared_type", models.CharField(max_length=255)),
+                ("declared_size", models.BigIntegerField()),
+                ("size", models.BigIntegerField(blank=True, null=True)),
+                ("sniffed_type", models.CharField(blank=True, max_length=255, null=True)),
+                ("checksum", models.CharField(blank=True, max_length=100, null=True)),
+                ("upload_expires_at", models.DateTimeField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("purged_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="accounts.project",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='FileVersion',
+            name="FileVersion",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('version', models.PositiveIntegerField()),
-                ('content_type', models.CharField(max_length=255)),
-                ('size', models.BigIntegerField()),
-                ('checksum', models.CharField(max_length=100)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('file', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='versions', to='files.file')),
-                ('stored_object', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='versions', to='files.storedobject')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("version", models.PositiveIntegerField()),
+                ("content_type", models.CharField(max_length=255)),
+                ("size", models.BigIntegerField()),
+                ("checksum", models.CharField(max_length=100)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "file",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="versions",
+                        to="files.file",
+                    ),
+                ),
+                (
+                    "stored_object",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="versions",
+                        to="files.storedobject",
+                    ),
+                ),
             ],
         ),
         migrations.AddField(
-            model_name='file',
-            name='current_object',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='files.storedobject'),
+            model_name="file",
+            name="current_object",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="+",
+                to="files.storedobject",
+            ),
         ),
         migrations.AddField(
-            model_name='file',
-            name='replacement_object',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='files.storedobject'),
+            model_name="file",
+            name="replacement_object",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="+",
+                to="files.storedobject",
+            ),
         ),
         migrations.CreateModel(
-            name='IdempotencyRecord',
+            name="IdempotencyRecord",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('key', models.CharField(max_length=255)),
-                ('request_hash', models.CharField(max_length=64)),
-                ('response_body', models.JSONField()),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('file', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='files.file')),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='accounts.project')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("key", models.CharField(max_length=255)),
+                ("request_hash", models.CharField(max_length=64)),
+                ("response_body", models.JSONField()),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "file",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="files.file",
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="accounts.project",
+                    ),
+                ),
             ],
             options={
-                'indexes': [models.Index(fields=['created_at'], name='idempotency_created')],
-                'constraints': [models.UniqueConstraint(fields=('project', 'key'), name='idempotency_unique')],
+                "indexes": [models.Index(fields=["created_at"], name="idempotency_created")],
+                "constraints": [
+                    models.UniqueConstraint(fields=("project", "key"), name="idempotency_unique")
+                ],
             },
         ),
         migrations.AddIndex(
-            model_name='storedobject',
-            index=models.Index(condition=models.Q(('state', 'discarded')), fields=['state'], name='storedobject_discarded'),
+            model_name="storedobject",
+            index=models.Index(
+                condition=models.Q(("state", "discarded")),
+                fields=["state"],
+                name="storedobject_discarded",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='fileversion',
-            constraint=models.UniqueConstraint(fields=('file', 'version'), name='fileversion_unique'),
+            model_name="fileversion",
+            constraint=models.UniqueConstraint(
+                fields=("file", "version"), name="fileversion_unique"
+            ),
         ),
         migrations.AddIndex(
-            model_name='file',
-            index=models.Index(condition=models.Q(('status', 'deleted'), _negated=True), fields=['project', '-created_at', '-id'], name='file_list_created'),
+            model_name="file",
+            index=models.Index(
+                condition=models.Q(("status", "deleted"), _negated=True),
+                fields=["project", "-created_at", "-id"],
+                name="file_list_created",
+            ),
         ),
         migrations.AddIndex(
-            model_name='file',
-            index=models.Index(condition=models.Q(('status', 'deleted'), _negated=True), fields=['project', '-updated_at', '-id'], name='file_list_updated'),
+            model_name="file",
+            index=models.Index(
+                condition=models.Q(("status", "deleted"), _negated=True),
+                fields=["project", "-updated_at", "-id"],
+                name="file_list_updated",
+            ),
         ),
         migrations.AddIndex(
-            model_name='file',
-            index=models.Index(condition=models.Q(('status', 'deleted'), _negated=True), fields=['project', 'filename', 'id'], name='file_list_filename'),
+            model_name="file",
+            index=models.Index(
+                condition=models.Q(("status", "deleted"), _negated=True),
+                fields=["project", "filename", "id"],
+                name="file_list_filename",
+            ),
         ),
         migrations.AddIndex(
-            model_name='file',
-            index=models.Index(condition=models.Q(('status', 'deleted'), _negated=True), fields=['project', 'size', 'id'], name='file_list_size'),
+            model_name="file",
+            index=models.Index(
+                condition=models.Q(("status", "deleted"), _negated=True),
+                fields=["project", "size", "id"],
+                name="file_list_size",
+            ),
         ),
         migrations.AddIndex(
-            model_name='file',
-            index=models.Index(condition=models.Q(('status', 'deleted'), _negated=True), fields=['project', 'path', '-created_at', '-id'], name='file_list_path'),
+            model_name="file",
+            index=models.Index(
+                condition=models.Q(("status", "deleted"), _negated=True),
+                fields=["project", "path", "-created_at", "-id"],
+                name="file_list_path",
+            ),
         ),
         migrations.AddIndex(
-            model_name='file',
-            index=models.Index(condition=models.Q(('status', 'deleted'), _negated=True), fields=['project', 'content_type', '-created_at', '-id'], name='file_list_ctype'),
+            model_name="file",
+            index=models.Index(
+                condition=models.Q(("status", "deleted"), _negated=True),
+                fields=["project", "content_type", "-created_at", "-id"],
+                name="file_list_ctype",
+            ),
         ),
         migrations.AddIndex(
-            model_name='file',
-            index=models.Index(fields=['project', 'status', '-created_at', '-id'], name='file_list_status'),
+            model_name="file",
+            index=models.Index(
+                fields=["project", "status", "-created_at", "-id"], name="file_list_status"
+            ),
         ),
         migrations.AddIndex(
-            model_name='file',
-            index=models.Index(condition=models.Q(('purged_at__isnull', True), ('status', 'deleted')), fields=['deleted_at'], name='file_purge_due'),
+            model_name="file",
+            index=models.Index(
+                condition=models.Q(("purged_at__isnull", True), ("status", "deleted")),
+                fields=["deleted_at"],
+                name="file_purge_due",
+            ),
         ),
     ]

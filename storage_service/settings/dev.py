@@ -11,7 +11,7 @@ from storage_service.settings.paths import SERVICES_ENV_FILE
 
 load_env_file(SERVICES_ENV_FILE)
 
-from storage_service.settings.base import *  # noqa: E402,F403
+from storage_service.settings.base import *
 
 DEBUG = env_bool("SERVICE_DEBUG", True)
 SECRET_KEY = env_secret("SERVICE_SECRET_KEY", "dev-only-secret-key-not-for-production")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from storage_service.env import env_bool, env_int, env_secret
-from storage_service.settings.base import *  # noqa: F403
+from storage_service.settings.base import *
 
 DEBUG = False
 SECRET_KEY = env_secret("SERVICE_SECRET_KEY")

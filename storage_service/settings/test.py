@@ -9,10 +9,12 @@ from storage_service.settings.paths import SERVICES_ENV_FILE
 
 load_env_file(SERVICES_ENV_FILE)
 # The suite writes to its own bucket so it never touches what `make run` stored.
-os.environ["AWS_STORAGE_BUCKET_NAME"] = os.environ.get("TEST_AWS_STORAGE_BUCKET_NAME", "storage-test")
+os.environ["AWS_STORAGE_BUCKET_NAME"] = os.environ.get(
+    "TEST_AWS_STORAGE_BUCKET_NAME", "storage-test"
+)
 
-from storage_service.settings.base import *  # noqa: E402,F403
-from storage_service.env import env_secret  # noqa: E402
+from storage_service.settings.base import *
+from storage_service.env import env_secret
 
 DEBUG = False
 SECRET_KEY = "test-secret-key"
@@ -22,7 +24,7 @@ AWS_SECRET_ACCESS_KEY = env_secret("AWS_SECRET_ACCESS_KEY", "storage-dev-secret-
 SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS = True
 ALLOWED_HOSTS = ["*"]
 # Keep test cache keys apart from a running `make run`.
-CACHES["default"]["KEY_PREFIX"] = "storage-test"  # noqa: F405
+CACHES["default"]["KEY_PREFIX"] = "storage-test"
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 # Test tasks go to their own queue, so a `make run` worker on the same Redis never takes them
 # (it would run them against the development database).

@@ -27,7 +27,11 @@ def test_create_project_then_issue_a_key_that_works(db: None) -> None:
 
     assert Project.objects.get(id=project_id).organization.name == "acme"
     assert raw_key.startswith("sk_live_")
-    assert (me["project"]["id"], me["project"]["name"], me["environment"]) == (project_id, "shop", "live")
+    assert (me["project"]["id"], me["project"]["name"], me["environment"]) == (
+        project_id,
+        "shop",
+        "live",
+    )
     stored = ApiKey.objects.get(project_id=project_id)
     assert raw_key not in (stored.key_hash, stored.prefix)
     assert raw_key.startswith(stored.prefix)

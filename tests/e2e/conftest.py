@@ -39,9 +39,20 @@ def celery_worker(django_db_setup: None, django_db_blocker: object) -> Iterator[
     app.control.purge()  # messages left on the test queue by an earlier, interrupted run
     worker = subprocess.Popen(
         [
-            sys.executable, "-m", "celery", "-A", "storage_service", "worker",
-            "-Q", settings.CELERY_TASK_DEFAULT_QUEUE, "--pool", "solo",
-            "--without-gossip", "--without-mingle", "--loglevel", "WARNING",
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "storage_service",
+            "worker",
+            "-Q",
+            settings.CELERY_TASK_DEFAULT_QUEUE,
+            "--pool",
+            "solo",
+            "--without-gossip",
+            "--without-mingle",
+            "--loglevel",
+            "WARNING",
         ],
         cwd=ROOT,
         env=env,

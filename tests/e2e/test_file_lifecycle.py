@@ -118,15 +118,18 @@ def test_copy_shares_the_stored_object_and_downloads_the_same_bytes(owner: Actor
     data = jpeg_bytes()
     original = upload_file(owner, data, filename="a.jpg", content_type="image/jpeg")
 
-    response = owner.post(f"/v1/files/{original['id']}/copy", {"path": "copies", "filename": "b.jpg"})
+    response = owner.post(
+        f"/v1/files/{original['id']}/copy", {"path": "copies", "filename": "b.jpg"}
+    )
 
     assert response.status_code == 201
     copy = response.json()
     assert copy["id"] != original["id"]
     assert (copy["filename"], copy["path"], copy["status"]) == ("b.jpg", "copies", "uploaded")
-    assert File.objects.get(id=copy["id"]).current_object_id == File.objects.get(
-        id=original["id"]
-    ).current_object_id
+    assert (
+        File.objects.get(id=copy["id"]).current_object_id
+        == File.objects.get(id=original["id"]).current_object_id
+    )
     assert download(owner, copy["id"]) == data
 
 
@@ -152,9 +155,10 @@ def test_replace_publishes_a_new_version_and_keeps_the_old_object(owner: Actor) 
     assert download(owner, file["id"]) == second
     versions = File.objects.get(id=file["id"]).versions.order_by("version")
     old_key = versions[0].stored_object.storage_key
-    assert objectstore.client().get_object(Bucket=objectstore.bucket(), Key=old_key)[
-        "Body"
-    ].read() == first
+    assert (
+        objectstore.client().get_object(Bucket=objectstore.bucket(), Key=old_key)["Body"].read()
+        == first
+    )
 
 
 def test_delete_restore_then_purge(owner: Actor) -> None:
@@ -217,7 +221,7 @@ def test_purge_removes_every_version(owner: Actor) -> None:
     assert [objectstore.head(key) for key in keys] == [None, None]
 
 
-def test_public_endpoint_setting_signs_urls_for_the_public_host(owner: Actor, settings) -> None:  # type: ignore[no-untyped-def]
+def test_public_endpoint_setting_signs_urls_for_the_public_host(owner: Actor, settings) -> None:
     settings.AWS_S3_PUBLIC_ENDPOINT_URL = "https://files.example.test"
     objectstore.reset_clients()
     try:

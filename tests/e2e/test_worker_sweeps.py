@@ -19,7 +19,7 @@ from tests.helpers import start_upload, uploaded_file
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 
-def wait_for(condition, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
+def wait_for(condition, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if condition():

@@ -63,7 +63,10 @@ def test_the_whole_lifecycle_records_each_event(owner: Actor) -> None:
     assert uploaded["size"] == file["size"]
     assert uploaded["checksum"] == file["checksum"]
     assert last(owner, "file.renamed")["previousFilename"] == "a.png"
-    assert (last(owner, "file.moved")["previousPath"], last(owner, "file.moved")["path"]) == ("in", "out")
+    assert (last(owner, "file.moved")["previousPath"], last(owner, "file.moved")["path"]) == (
+        "in",
+        "out",
+    )
     assert last(owner, "file.metadata_updated")["metadata"] == {"k": "v"}
     assert last(owner, "file.copied")["sourceFileId"] == file["id"]
     assert last(owner, "file.copied")["fileId"] == copy["id"]

@@ -33,11 +33,15 @@ def seven_files(owner: Actor) -> list[dict[str, Any]]:
     files = []
     for i, size in enumerate([30, 10, 10, 50, 20, 10, 40]):
         files.append(
-            start_upload(owner, b"x" * size, filename=f"{'BCDAEGF'[i]}-{i}.txt", content_type="text/plain")["file"]
+            start_upload(
+                owner, b"x" * size, filename=f"{'BCDAEGF'[i]}-{i}.txt", content_type="text/plain"
+            )["file"]
         )
     # Two files share a creation time and a size, so the id tie-break is exercised.
     same = timezone.now() - timedelta(days=1)
-    File.objects.filter(id__in=[files[1]["id"], files[2]["id"]]).update(created_at=same, updated_at=same)
+    File.objects.filter(id__in=[files[1]["id"], files[2]["id"]]).update(
+        created_at=same, updated_at=same
+    )
     return files
 
 
@@ -119,7 +123,9 @@ def test_folders_page_by_name(owner: Actor) -> None:
     for name in ["a", "b", "c"]:
         start_upload(owner, png_bytes(), path=name)
     first = owner.get("/v1/folders", {"limit": 2}).json()
-    second = owner.get("/v1/folders", {"limit": 2, "cursor": first["pagination"]["nextCursor"]}).json()
+    second = owner.get(
+        "/v1/folders", {"limit": 2, "cursor": first["pagination"]["nextCursor"]}
+    ).json()
     assert [f["name"] for f in first["data"]] == ["a", "b"]
     assert [f["name"] for f in second["data"]] == ["c"]
     assert second["pagination"] == {"hasMore": False, "nextCursor": None}
@@ -132,7 +138,9 @@ def test_folders_refuse_bad_query(owner: Actor, query: dict[str, Any]) -> None:
     assert response.json()["error"]["code"] == "VALIDATION_ERROR"
 
 
-def test_list_issues_a_fixed_number_of_queries(owner: Actor, django_assert_max_num_queries: Any) -> None:
+def test_list_issues_a_fixed_number_of_queries(
+    owner: Actor, django_assert_max_num_queries: Any
+) -> None:
     for i in range(30):
         start_upload(owner, png_bytes(), filename=f"f{i}.png")
     with django_assert_max_num_queries(2):  # the key lookup, the page

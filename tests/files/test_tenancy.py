@@ -56,7 +56,9 @@ def test_an_outsider_sees_nothing_in_lists_or_folders(owner: Actor, outsider: Ac
     assert outsider.get("/v1/files", {"status": "deleted"}).json()["data"] == []
 
 
-def test_an_outsider_cannot_replay_the_owners_idempotency_key(owner: Actor, outsider: Actor) -> None:
+def test_an_outsider_cannot_replay_the_owners_idempotency_key(
+    owner: Actor, outsider: Actor
+) -> None:
     body = {"filename": "a.png", "contentType": "image/png", "size": 3}
     mine = owner.post("/v1/files/upload", body, **{"Idempotency-Key": "k1"}).json()["file"]
     theirs = outsider.post("/v1/files/upload", body, **{"Idempotency-Key": "k1"}).json()["file"]

@@ -143,7 +143,9 @@ def test_patch_needs_at_least_one_field(owner: Actor) -> None:
     assert error_code(response) == "VALIDATION_ERROR"
 
 
-@pytest.mark.parametrize("body", [{"filename": "a/b"}, {"path": "../x"}, {"metadata": [1]}, {"x": 1}])
+@pytest.mark.parametrize(
+    "body", [{"filename": "a/b"}, {"path": "../x"}, {"metadata": [1]}, {"x": 1}]
+)
 def test_patch_refuses_bad_fields(owner: Actor, body: dict[str, Any]) -> None:
     file = start_upload(owner)["file"]
     response = owner.patch(f"/v1/files/{file['id']}", body)
@@ -159,7 +161,9 @@ def test_download_url_lifetime_must_be_60_to_86400_seconds(owner: Actor, seconds
     assert error_code(response) == "VALIDATION_ERROR"
 
 
-@pytest.mark.parametrize("body", [{}, {"contentType": "image/png"}, {"size": 3}, {"contentType": "x", "size": 3}])
+@pytest.mark.parametrize(
+    "body", [{}, {"contentType": "image/png"}, {"size": 3}, {"contentType": "x", "size": 3}]
+)
 def test_replace_needs_content_type_and_size(owner: Actor, body: dict[str, Any]) -> None:
     file = uploaded_file(owner)
     response = owner.post(f"/v1/files/{file['id']}/replace", body)
@@ -189,7 +193,9 @@ def test_complete_twice_answers_file_not_pending(owner: Actor) -> None:
 def test_replace_while_one_is_pending_answers_replace_in_progress(owner: Actor) -> None:
     file = uploaded_file(owner)
     owner.post(f"/v1/files/{file['id']}/replace", {"contentType": "image/png", "size": 3})
-    response = owner.post(f"/v1/files/{file['id']}/replace", {"contentType": "image/png", "size": 3})
+    response = owner.post(
+        f"/v1/files/{file['id']}/replace", {"contentType": "image/png", "size": 3}
+    )
     assert response.status_code == 409
     assert error_code(response) == "REPLACE_IN_PROGRESS"
 
