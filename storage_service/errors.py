@@ -207,7 +207,11 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     if isinstance(exc, drf_exceptions.APIException):
         return Response(error_body("ERROR", str(exc.detail)), status=exc.status_code)
     # Anything else is a bug; it is logged with its traceback and answered without one.
-    logger.exception("unhandled error in %s", context.get("view").__class__.__name__)
+    request = context.get("request")
+    request_id = getattr(getattr(request, "_request", request), "request_id", "-")
+    logger.exception(
+        "unhandled error in %s (request %s)", context.get("view").__class__.__name__, request_id
+    )
     return Response(error_body("INTERNAL_ERROR", "An unexpected error occurred."), status=500)
 
 
