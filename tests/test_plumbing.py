@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
 from django.test import Client
 
 from accounts.services import api_key_revoke
+from storage_service import objectstore
 from tests.factories import Actor
+from tests.helpers import start_upload
 
 
 def test_missing_key_is_unauthenticated(db: None) -> None:
@@ -77,3 +82,35 @@ def test_ids_and_timestamps_have_the_documented_shape(owner: Actor) -> None:
     file = response.json()["file"]
     assert file["id"].startswith("file_") and len(file["id"]) == 31
     assert len(file["createdAt"]) == 24 and file["createdAt"].endswith("Z")
+
+
+def test_an_unexpected_failure_is_a_json_500_without_traceback(
+    owner: Actor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def explode(**kwargs: object) -> None:
+        raise RuntimeError("secret internals")
+
+    monkeypatch.setattr("files.selectors.file_list", explode)
+    response = owner.get("/v1/files")
+
+    assert response.status_code == 500
+    assert response.json() == {
+        "error": {"code": "INTERNAL_ERROR", "message": "An unexpected error occurred."}
+    }
+    assert "secret internals" not in response.content.decode()
+
+
+def test_the_object_store_being_down_is_a_503_and_changes_nothing(
+    owner: Actor, settings: Any
+) -> None:
+    file = start_upload(owner)["file"]
+    settings.AWS_S3_ENDPOINT_URL = "http://127.0.0.1:9"  # nothing listens on the discard port
+    objectstore.reset_clients()
+    try:
+        response = owner.post(f"/v1/files/{file['id']}/complete")
+    finally:
+        objectstore.reset_clients()
+
+    assert response.status_code == 503
+    assert response.json()["error"]["code"] == "STORAGE_UNAVAILABLE"
+    assert owner.get(f"/v1/files/{file['id']}").json()["data"]["status"] == "pending"
