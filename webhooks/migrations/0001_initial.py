@@ -7,25 +7,65 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('accounts', '0001_initial'),
+        ("accounts", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Event',
+            name="Event",
             fields=[
-                ('id', models.CharField(default=functools.partial(storage_service.ids.new_id, *('evt',), **{}), editable=False, max_length=30, primary_key=True, serialize=False)),
-                ('type', models.CharField(choices=[('file.created', 'File Created'), ('file.uploaded', 'File Uploaded'), ('file.downloaded', 'File Downloaded'), ('file.replaced', 'File Replaced'), ('file.copied', 'File Copied'), ('file.renamed', 'File Renamed'), ('file.moved', 'File Moved'), ('file.metadata_updated', 'File Metadata Updated'), ('file.processed', 'File Processed'), ('file.processing_failed', 'File Processing Failed'), ('file.deleted', 'File Deleted'), ('file.restored', 'File Restored'), ('file.purged', 'File Purged'), ('upload.initiated', 'Upload Initiated'), ('upload.completed', 'Upload Completed'), ('upload.aborted', 'Upload Aborted')], max_length=40)),
-                ('data', models.JSONField()),
-                ('created_at', models.DateTimeField()),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='events', to='accounts.project')),
+                (
+                    "id",
+                    models.CharField(
+                        default=functools.partial(storage_service.ids.new_id, *("evt",), **{}),
+                        editable=False,
+                        max_length=30,
+                        primary_key=True,
+                        serialize=False,
+                    ),
+                ),
+                (
+                    "type",
+                    models.CharField(
+                        choices=[
+                            ("file.created", "File Created"),
+                            ("file.uploaded", "File Uploaded"),
+                            ("file.downloaded", "File Downloaded"),
+                            ("file.replaced", "File Replaced"),
+                            ("file.copied", "File Copied"),
+                            ("file.renamed", "File Renamed"),
+                            ("file.moved", "File Moved"),
+                            ("file.metadata_updated", "File Metadata Updated"),
+                            ("file.processed", "File Processed"),
+                            ("file.processing_failed", "File Processing Failed"),
+                            ("file.deleted", "File Deleted"),
+                            ("file.restored", "File Restored"),
+                            ("file.purged", "File Purged"),
+                            ("upload.initiated", "Upload Initiated"),
+                            ("upload.completed", "Upload Completed"),
+                            ("upload.aborted", "Upload Aborted"),
+                        ],
+                        max_length=40,
+                    ),
+                ),
+                ("data", models.JSONField()),
+                ("created_at", models.DateTimeField()),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="events",
+                        to="accounts.project",
+                    ),
+                ),
             ],
             options={
-                'indexes': [models.Index(fields=['project', '-created_at'], name='event_project_created')],
+                "indexes": [
+                    models.Index(fields=["project", "-created_at"], name="event_project_created")
+                ],
             },
         ),
     ]
