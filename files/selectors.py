@@ -8,8 +8,9 @@ from typing import Any
 from django.db import connection
 
 from accounts.models import Project
+from files.filters import FileFilter
 from files.models import File
-from storage_service.errors import FileNotFound
+from storage_service.errors import FileNotFound, ValidationError
 from storage_service.ids import looks_like_id
 from storage_service.pagination import Page, decode_cursor, encode_cursor, keyset_page
 
@@ -22,14 +23,9 @@ SORT_FIELDS = {
 
 
 @dataclass(frozen=True)
-class FileFilters:
+class FileListOptions:
     limit: int = 20
     cursor: str | None = None
-    search: str | None = None
-    path: str | None = None
-    path_is_root: bool = False
-    status: str | None = None
-    content_type: str | None = None
     sort_by: str = "createdAt"
     order: str = "desc"
 
@@ -44,35 +40,30 @@ def file_get(*, project: Project, file_id: str) -> File:
     return file
 
 
-def file_list(*, project: Project, filters: FileFilters) -> Page[File]:
+def file_list(*, project: Project, filters: dict[str, str], options: FileListOptions) -> Page[File]:
     """One page of the project's files.
 
-    Deleted files are left out unless ``status=deleted`` is asked for (the trash). Every
-    filter combined with every sort is a keyset page; ``search`` is a case-insensitive
-    substring match, served by a trigram index on ``UPPER(filename)`` where pg_trgm exists.
+    ``filters`` are the query's filter parameters (``search``, ``path``, ``status``,
+    ``contentType``), validated and applied by ``FileFilter``. Deleted files are left out
+    unless ``status=deleted`` is asked for (the trash). Every filter combined with every sort
+    is a keyset page; ``search`` is served by a trigram index on ``UPPER(filename)`` where
+    pg_trgm exists.
     """
-    queryset = File.objects.for_project(project)
-    if filters.status is not None:
-        queryset = queryset.filter(status=filters.status)
-    else:
-        queryset = queryset.visible()
-    if filters.path_is_root:
-        queryset = queryset.filter(path__isnull=True)
-    elif filters.path is not None:
-        queryset = queryset.filter(path=filters.path)
-    if filters.content_type is not None:
-        queryset = queryset.filter(content_type=filters.content_type)
-    if filters.search:
-        queryset = queryset.filter(filename__icontains=filters.search)
-    field, column = SORT_FIELDS[filters.sort_by]
+    filterset = FileFilter(data=filters, queryset=File.objects.for_project(project))
+    if not filterset.is_valid():
+        raise ValidationError(
+            "The query is invalid.",
+            details={field: list(messages) for field, messages in filterset.errors.items()},
+        )
+    field, column = SORT_FIELDS[options.sort_by]
     return keyset_page(
-        queryset,
+        filterset.qs,
         column=column,
         field=field,
-        descending=filters.order == "desc",
-        limit=filters.limit,
-        cursor=filters.cursor,
-        scope=f"files:{filters.sort_by}:{filters.order}",
+        descending=options.order == "desc",
+        limit=options.limit,
+        cursor=options.cursor,
+        scope=f"files:{options.sort_by}:{options.order}",
     )
 
 

@@ -12,7 +12,6 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from files import selectors, services
-from files.models import File
 from files.serializers import (
     CopyRequest,
     DownloadUrlRequest,
@@ -22,7 +21,7 @@ from files.serializers import (
     UploadRequest,
     file_json,
 )
-from files.validation import clean_content_type, clean_path
+from files.validation import clean_path
 from storage_service import objectstore
 from storage_service.context import project_of
 from storage_service.errors import ValidationError
@@ -42,21 +41,15 @@ def upload_json(upload: objectstore.PresignedUpload) -> dict[str, Any]:
 
 
 class FileListQuery(serializers.Serializer):
+    """Paging and sorting; the filters are FileFilter's (files/filters.py)."""
+
     limit = serializers.IntegerField(min_value=1, max_value=100, default=20)
     cursor = serializers.CharField(required=False, max_length=2000)
-    search = serializers.CharField(required=False, max_length=255, trim_whitespace=False)
-    path = serializers.CharField(required=False, allow_blank=True, max_length=4096)
-    status = serializers.ChoiceField(choices=File.Status.values, required=False)
-    contentType = serializers.CharField(required=False, max_length=255)
     sortBy = serializers.ChoiceField(choices=list(selectors.SORT_FIELDS), default="createdAt")
     order = serializers.ChoiceField(choices=["asc", "desc"], default="desc")
 
-    def validate_path(self, value: str) -> str:
-        cleaned = clean_path(value)
-        return "" if cleaned is None else cleaned
 
-    def validate_contentType(self, value: str) -> str:
-        return clean_content_type(value)
+FILTER_PARAMS = ("search", "path", "status", "contentType")
 
 
 def _query(serializer_class: type[serializers.Serializer], request: Request) -> dict[str, Any]:
@@ -118,17 +111,13 @@ class FileViewSet(viewsets.ViewSet):
 
     def list(self, request: Request) -> Response:
         query = _query(FileListQuery, request)
-        path = query.get("path")
+        params = request.query_params
         page = selectors.file_list(
             project=project_of(request),
-            filters=selectors.FileFilters(
+            filters={name: params[name] for name in FILTER_PARAMS if name in params},
+            options=selectors.FileListOptions(
                 limit=query["limit"],
                 cursor=query.get("cursor"),
-                search=query.get("search") or None,
-                path=path or None,
-                path_is_root=path == "",
-                status=query.get("status"),
-                content_type=query.get("contentType"),
                 sort_by=query["sortBy"],
                 order=query["order"],
             ),

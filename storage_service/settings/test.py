@@ -29,3 +29,4 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 # Test tasks go to their own queue, so a `make run` worker on the same Redis never takes them
 # (it would run them against the development database).
 CELERY_TASK_DEFAULT_QUEUE = "storage-test"
+configure_storages(AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)
