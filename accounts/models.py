@@ -1,19 +1,12 @@
 from __future__ import annotations
 
-from functools import partial
-
 from django.db import models
 
-from storage_service.ids import id_field_length, new_id
+from storage_service.fields import public_id_field
 
 
 class Organization(models.Model):
-    id = models.CharField(
-        primary_key=True,
-        max_length=id_field_length("org"),
-        default=partial(new_id, "org"),
-        editable=False,
-    )
+    id = public_id_field("org")
     name = models.CharField(max_length=200, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -22,12 +15,7 @@ class Organization(models.Model):
 
 
 class Project(models.Model):
-    id = models.CharField(
-        primary_key=True,
-        max_length=id_field_length("proj"),
-        default=partial(new_id, "proj"),
-        editable=False,
-    )
+    id = public_id_field("proj")
     organization = models.ForeignKey(
         Organization, on_delete=models.PROTECT, related_name="projects"
     )
@@ -48,12 +36,7 @@ class ApiKey(models.Model):
         TEST = "test"
         LIVE = "live"
 
-    id = models.CharField(
-        primary_key=True,
-        max_length=id_field_length("key"),
-        default=partial(new_id, "key"),
-        editable=False,
-    )
+    id = public_id_field("key")
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="api_keys")
     environment = models.CharField(max_length=4, choices=Environment.choices)
     # Only a keyed hash is stored: a leaked database does not leak usable keys, and the HMAC

@@ -1,12 +1,10 @@
 from __future__ import annotations
 
-from functools import partial
-
 from django.db import models
 from django.db.models import Q
 
 from accounts.models import Project
-from storage_service.ids import id_field_length, new_id
+from storage_service.fields import public_id_field
 
 
 class StoredObject(models.Model):
@@ -62,12 +60,7 @@ class File(models.Model):
         FAILED = "failed"
         DELETED = "deleted"
 
-    id = models.CharField(
-        primary_key=True,
-        max_length=id_field_length("file"),
-        default=partial(new_id, "file"),
-        editable=False,
-    )
+    id = public_id_field("file")
     project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="files")
     filename = models.CharField(max_length=1024)
     path = models.CharField(max_length=4096, null=True, blank=True)

@@ -144,12 +144,39 @@ def _verify(stored: StoredObject) -> _Verified | ApiError:
     )
 
 
-def _mark_live(stored: StoredObject, verified: _Verified) -> None:
+def _publish(file: File, stored: StoredObject, verified: _Verified, *, version: int) -> None:
+    """Make verified bytes the file's current version, with the FileVersion that keeps them."""
     stored.state = StoredObject.State.LIVE
     stored.size = verified.size
     stored.checksum = verified.checksum
     stored.sniffed_type = verified.sniffed_type
     stored.save(update_fields=["state", "size", "checksum", "sniffed_type"])
+    file.status = Status.UPLOADED
+    file.version = version
+    file.current_object = stored
+    file.content_type = stored.declared_type
+    file.size = verified.size
+    file.checksum = verified.checksum
+    file.sniffed_type = verified.sniffed_type
+    file.uploaded_at = timezone.now()
+    file.save()
+    FileVersion.objects.create(
+        file=file,
+        version=version,
+        stored_object=stored,
+        content_type=file.content_type,
+        size=verified.size,
+        checksum=verified.checksum,
+    )
+
+
+def _check_single_put_size(size: int) -> None:
+    limit = settings.SERVICE_MAX_SINGLE_UPLOAD_BYTES
+    if size > limit:
+        raise FileTooLarge(
+            f"A single upload is at most {limit} bytes; use a multipart upload for larger files.",
+            details={"maxSize": limit},
+        )
 
 
 # --- Single upload -------------------------------------------------------------------------
@@ -174,12 +201,7 @@ def file_upload_start(
        body under the same key is refused.
     3. Otherwise create the stored object and the file, record ``file.created``.
     """
-    if size > settings.SERVICE_MAX_SINGLE_UPLOAD_BYTES:
-        raise FileTooLarge(
-            f"A single upload is at most {settings.SERVICE_MAX_SINGLE_UPLOAD_BYTES} bytes; "
-            "use a multipart upload for larger files.",
-            details={"maxSize": settings.SERVICE_MAX_SINGLE_UPLOAD_BYTES},
-        )
+    _check_single_put_size(size)
     with transaction.atomic():
         if idempotency_key is not None:
             replay = _idempotent_replay(project, idempotency_key, request_hash)
@@ -266,31 +288,7 @@ def file_complete(*, project: Project, file_id: str) -> File:
             refusal: ApiError | None = verified
         else:
             refusal = None
-            _mark_live(stored, verified)
-            now = timezone.now()
-            file.status = Status.UPLOADED
-            file.size = verified.size
-            file.checksum = verified.checksum
-            file.sniffed_type = verified.sniffed_type
-            file.uploaded_at = now
-            file.save(
-                update_fields=[
-                    "status",
-                    "size",
-                    "checksum",
-                    "sniffed_type",
-                    "uploaded_at",
-                    "updated_at",
-                ]
-            )
-            FileVersion.objects.create(
-                file=file,
-                version=file.version,
-                stored_object=stored,
-                content_type=file.content_type,
-                size=verified.size,
-                checksum=verified.checksum,
-            )
+            _publish(file, stored, verified, version=1)
             record_file_event(Event.Type.FILE_UPLOADED, file, checksum=file.checksum)
     if refusal is not None:
         raise refusal  # after the commit, so the file's failed state is kept
@@ -398,11 +396,7 @@ def file_replace_start(
     A replacement whose upload URL has expired no longer blocks a new one (the client could
     not finish it anyway); one still within its URL lifetime does (409 REPLACE_IN_PROGRESS).
     """
-    if size > settings.SERVICE_MAX_SINGLE_UPLOAD_BYTES:
-        raise FileTooLarge(
-            f"A replacement is at most {settings.SERVICE_MAX_SINGLE_UPLOAD_BYTES} bytes.",
-            details={"maxSize": settings.SERVICE_MAX_SINGLE_UPLOAD_BYTES},
-        )
+    _check_single_put_size(size)
     with transaction.atomic():
         file = _lock_file(project, file_id)
         if file.status != Status.UPLOADED:
@@ -442,25 +436,9 @@ def file_replace_complete(*, project: Project, file_id: str) -> File:
             refusal: ApiError | None = verified
         else:
             refusal = None
-            _mark_live(stored, verified)
             previous_version = file.version
-            file.version = previous_version + 1
-            file.current_object = stored
             file.replacement_object = None
-            file.content_type = stored.declared_type
-            file.size = verified.size
-            file.checksum = verified.checksum
-            file.sniffed_type = verified.sniffed_type
-            file.uploaded_at = timezone.now()
-            file.save()
-            FileVersion.objects.create(
-                file=file,
-                version=file.version,
-                stored_object=stored,
-                content_type=file.content_type,
-                size=file.size,
-                checksum=verified.checksum,
-            )
+            _publish(file, stored, verified, version=previous_version + 1)
             record_file_event(
                 Event.Type.FILE_REPLACED,
                 file,
@@ -650,4 +628,8 @@ def files_expire_pending(*, now: datetime | None = None) -> int:
             _discard(file.replacement_object)
             file.replacement_object = None
             file.save(update_fields=["replacement_object", "updated_at"])
+    # Idempotency keys are remembered for a day; older records only take space.
+    IdempotencyRecord.objects.filter(
+        created_at__lt=timezone.now() - timedelta(hours=settings.SERVICE_IDEMPOTENCY_TTL_HOURS)
+    ).delete()
     return expired

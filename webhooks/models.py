@@ -1,11 +1,9 @@
 from __future__ import annotations
 
-from functools import partial
-
 from django.db import models
 
 from accounts.models import Project
-from storage_service.ids import id_field_length, new_id
+from storage_service.fields import public_id_field
 
 
 class Event(models.Model):
@@ -33,12 +31,7 @@ class Event(models.Model):
         UPLOAD_COMPLETED = "upload.completed"
         UPLOAD_ABORTED = "upload.aborted"
 
-    id = models.CharField(
-        primary_key=True,
-        max_length=id_field_length("evt"),
-        default=partial(new_id, "evt"),
-        editable=False,
-    )
+    id = public_id_field("evt")
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="events")
     type = models.CharField(max_length=40, choices=Type.choices)
     data = models.JSONField()
