@@ -9,7 +9,7 @@ from django import forms
 from rest_framework import serializers
 
 from files.models import File, FileQuerySet
-from files.validation import clean_content_type, clean_path
+from files.validation import clean_content_type, clean_path, clean_search
 
 
 def _form_clean(clean: Any) -> Any:
@@ -28,7 +28,11 @@ def _form_clean(clean: Any) -> Any:
 
 class FileFilter(django_filters.FilterSet):
     search = django_filters.CharFilter(
-        field_name="filename", lookup_expr="icontains", max_length=255, strip=False
+        field_name="filename",
+        lookup_expr="icontains",
+        max_length=255,
+        strip=False,
+        validators=[_form_clean(clean_search)],
     )
     path = django_filters.CharFilter(
         method="filter_path", max_length=4096, validators=[_form_clean(clean_path)]

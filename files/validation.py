@@ -88,3 +88,9 @@ def clean_size(value: Any) -> int:
     if value < 0:
         raise serializers.ValidationError("Must be at least 0.")
     return value
+
+
+def clean_search(value: Any) -> str:
+    if not isinstance(value, str) or "\x00" in value:
+        raise serializers.ValidationError("Must be text without NUL characters.")
+    return value

@@ -192,7 +192,7 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["storage_service.auth.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["storage_service.auth.HasProject"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["storage_service.parsers.StrictJSONParser"],
     "EXCEPTION_HANDLER": "storage_service.errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_FILTER_BACKENDS": [],

@@ -7,6 +7,7 @@ from datetime import timedelta
 from django.utils import timezone
 
 from files.models import File, IdempotencyRecord
+from files.services import files_expire_pending
 from tests.factories import Actor
 from tests.helpers import error_code
 
@@ -53,3 +54,15 @@ def test_a_malformed_key_is_refused(owner: Actor) -> None:
     response = owner.post("/v1/files/upload", BODY, **{"Idempotency-Key": "x" * 256})
     assert response.status_code == 400
     assert error_code(response) == "VALIDATION_ERROR"
+
+
+def test_the_pending_sweep_forgets_keys_older_than_a_day(owner: Actor) -> None:
+    owner.post("/v1/files/upload", BODY, **{"Idempotency-Key": "old"})
+    owner.post("/v1/files/upload", BODY, **{"Idempotency-Key": "new"})
+    IdempotencyRecord.objects.filter(key="old").update(
+        created_at=timezone.now() - timedelta(hours=25)
+    )
+
+    files_expire_pending()
+
+    assert list(IdempotencyRecord.objects.values_list("key", flat=True)) == ["new"]

@@ -20,7 +20,7 @@ GOOD = {"filename": "a.png", "contentType": "image/png", "size": 10}
         ({"filename": ""}, "filename"),
         ({"filename": "x" * 256}, "filename"),
         ({"filename": "a/b.png"}, "filename"),
-        ({"filename": "bad\x00name"}, "filename"),
+        ({"filename": "bad\x07name"}, "filename"),
         ({"filename": ".."}, "filename"),
         ({"filename": 12}, "filename"),
         ({"contentType": "png"}, "contentType"),
@@ -104,6 +104,9 @@ def test_root_path_spellings_all_mean_root(owner: Actor) -> None:
         {"cursor": "not-a-cursor"},
         {"path": "/abs"},
         {"contentType": "nope"},
+        {"search": "nul\x00"},
+        {"search": "x" * 256},
+        {"path": "a\x00b"},
     ],
 )
 def test_list_refuses_bad_query_parameters(owner: Actor, query: dict[str, Any]) -> None:
@@ -245,3 +248,19 @@ def test_action_bodies_refuse_unknown_fields(owner: Actor) -> None:
     file = start_upload(owner)["file"]
     response = owner.post(f"/v1/files/{file['id']}/complete", {"force": True})
     assert response.status_code == 400
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        '{"filename": "a\\u0000.png", "contentType": "image/png", "size": 1}',
+        '{"filename": "a.png", "contentType": "image/png", "size": 1,'
+        ' "metadata": {"k": "\\u0000"}}',
+        '{"filename": "\\ud800.png", "contentType": "image/png", "size": 1}',
+    ],
+)
+def test_text_postgresql_cannot_store_is_a_validation_error(owner: Actor, raw: str) -> None:
+    response = owner.client.post("/v1/files/upload", raw, content_type="application/json")
+    assert response.status_code == 400
+    assert error_code(response) == "VALIDATION_ERROR"
+    assert File.objects.count() == 0
