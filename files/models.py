@@ -20,7 +20,8 @@ class StoredObject(models.Model):
         DISCARDED = "discarded"  # nothing needs it any more; the purge sweep removes it
         PURGED = "purged"  # removed from the store
 
-    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="+")
+    # No index of its own: nothing reads objects by project (a project is never deleted).
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="+", db_index=False)
     storage_key = models.CharField(max_length=200, unique=True)
     state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
     declared_type = models.CharField(max_length=255)
@@ -61,7 +62,10 @@ class File(models.Model):
         DELETED = "deleted"
 
     id = public_id_field("file")
-    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="files")
+    # Indexed by every file_list_* index, which all start with project.
+    project = models.ForeignKey(
+        Project, on_delete=models.PROTECT, related_name="files", db_index=False
+    )
     filename = models.CharField(max_length=1024)
     path = models.CharField(max_length=4096, null=True, blank=True)
     content_type = models.CharField(max_length=255)
@@ -140,7 +144,10 @@ class File(models.Model):
 class FileVersion(models.Model):
     """Every version a file has published; previous versions keep their stored objects."""
 
-    file = models.ForeignKey(File, on_delete=models.CASCADE, related_name="versions")
+    # Indexed by fileversion_unique (file, version).
+    file = models.ForeignKey(
+        File, on_delete=models.CASCADE, related_name="versions", db_index=False
+    )
     version = models.PositiveIntegerField()
     stored_object = models.ForeignKey(
         StoredObject, on_delete=models.PROTECT, related_name="versions"
@@ -162,10 +169,11 @@ class FileVersion(models.Model):
 class IdempotencyRecord(models.Model):
     """The first answer to an upload request carrying an Idempotency-Key, replayed on retry."""
 
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    # Indexed by idempotency_unique (project, key).
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+", db_index=False)
     key = models.CharField(max_length=255)
     request_hash = models.CharField(max_length=64)
-    file = models.ForeignKey(File, on_delete=models.CASCADE, related_name="+")
+    file = models.ForeignKey(File, on_delete=models.CASCADE, related_name="+", db_index=False)
     response_body = models.JSONField()
     created_at = models.DateTimeField(auto_now_add=True)
 

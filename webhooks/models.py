@@ -32,7 +32,10 @@ class Event(models.Model):
         UPLOAD_ABORTED = "upload.aborted"
 
     id = public_id_field("evt")
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="events")
+    # Indexed by event_project_created (project, -created_at).
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="events", db_index=False
+    )
     type = models.CharField(max_length=40, choices=Type.choices)
     data = models.JSONField()
     created_at = models.DateTimeField()

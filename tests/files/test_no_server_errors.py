@@ -34,7 +34,7 @@ BODIES = {
     "download-url": ["expiresInSeconds"],
     "replace": ["contentType", "size"],
 }
-VALID = {
+VALID: dict[str, dict[str, Any]] = {
     "upload": {"filename": "a.png", "contentType": "image/png", "size": 3},
     "patch": {"filename": "b.png"},
     "copy": {"filename": "c.png"},
