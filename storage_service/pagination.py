@@ -60,36 +60,54 @@ def decode_cursor(cursor: str, scope: str) -> tuple[Any, str]:
     return value, row_id
 
 
-def keyset_page(
-    queryset: QuerySet[T],
-    *,
-    column: str,
-    field: str,
-    descending: bool,
-    limit: int,
-    cursor: str | None,
-    scope: str,
-) -> Page[T]:
-    """One page of ``queryset`` ordered by ``(field, id)``.
+@dataclass(frozen=True)
+class Keyset:
+    """One keyset ordering: by ``field`` (SQL ``column``), then by id, in one direction."""
 
-    ``column`` is the SQL column of ``field``; the row comparison ``(col, id) < (%s, %s)`` is
-    written in SQL because PostgreSQL turns it into a single index range condition, where the
-    equivalent ``a < x OR (a = x AND id < y)`` is only a filter.
-    """
-    table = queryset.model._meta.db_table
-    if cursor:
-        value, row_id = decode_cursor(cursor, scope)
-        op = "<" if descending else ">"
-        queryset = queryset.extra(
-            where=[f'("{table}"."{column}", "{table}"."id") {op} (%s, %s)'],
+    field: str
+    column: str
+    descending: bool
+    scope: str  # what a cursor must belong to, e.g. "files:createdAt:desc"
+
+    @property
+    def sql_order(self) -> str:
+        return "DESC" if self.descending else "ASC"
+
+    def order_by(self) -> tuple[str, str]:
+        prefix = "-" if self.descending else ""
+        return f"{prefix}{self.field}", f"{prefix}id"
+
+    def after(self, queryset: QuerySet[T], cursor: str | None) -> QuerySet[T]:
+        """The rows after ``cursor`` (all rows without one).
+
+        The row comparison ``(col, id) < (%s, %s)`` is written in SQL because PostgreSQL
+        turns it into one index range condition, where the equivalent
+        ``a < x OR (a = x AND id < y)`` is only a filter.
+        """
+        if not cursor:
+            return queryset
+        value, row_id = decode_cursor(cursor, self.scope)
+        table = queryset.model._meta.db_table
+        op = "<" if self.descending else ">"
+        return queryset.extra(
+            where=[f'("{table}"."{self.column}", "{table}"."id") {op} (%s, %s)'],
             params=[value, row_id],
         )
-    prefix = "-" if descending else ""
-    rows = list(queryset.order_by(f"{prefix}{field}", f"{prefix}id")[: limit + 1])
-    has_more = len(rows) > limit
-    items = rows[:limit]
-    next_cursor = None
-    if has_more and items:
-        last = items[-1]
-        next_cursor = encode_cursor(scope, getattr(last, field), str(last.pk))
-    return Page(items=items, has_more=has_more, next_cursor=next_cursor)
+
+    def page(self, rows: list[T], limit: int) -> Page[T]:
+        """A page from up to ``limit + 1`` rows in this order (the extra row means more)."""
+        has_more = len(rows) > limit
+        items = rows[:limit]
+        next_cursor = None
+        if has_more and items:
+            last = items[-1]
+            next_cursor = encode_cursor(self.scope, getattr(last, self.field), str(last.pk))
+        return Page(items=items, has_more=has_more, next_cursor=next_cursor)
+
+
+def keyset_page(
+    queryset: QuerySet[T], *, keyset: Keyset, limit: int, cursor: str | None
+) -> Page[T]:
+    """One page of ``queryset`` in ``keyset`` order, starting after ``cursor``."""
+    rows = list(keyset.after(queryset, cursor).order_by(*keyset.order_by())[: limit + 1])
+    return keyset.page(rows, limit)

@@ -145,3 +145,28 @@ def test_list_issues_a_fixed_number_of_queries(
         start_upload(owner, png_bytes(), filename=f"f{i}.png")
     with django_assert_max_num_queries(2):  # the key lookup, the page
         assert len(owner.get("/v1/files", {"limit": 30}).json()["data"]) == 30
+
+
+@pytest.mark.parametrize(
+    ("cap", "window"),
+    [(5000, 20000), (2, 3), (2, 1000), (1000, 3), (0, 0)],
+    ids=["defaults", "window-too-small", "window-fills", "few-matches", "always-fallback"],
+)
+@pytest.mark.parametrize("sort_by", ["createdAt", "filename", "size"])
+def test_every_search_plan_gives_the_plain_querys_pages(
+    owner: Actor, monkeypatch: pytest.MonkeyPatch, cap: int, window: int, sort_by: str
+) -> None:
+    """The bounded search plans answer exactly what a plain filter-and-sort would."""
+    monkeypatch.setattr("files.selectors.SEARCH_CANDIDATE_CAP", cap)
+    monkeypatch.setattr("files.selectors.SEARCH_WINDOW_ROWS", window)
+    names = [f"{'match' if i % 3 else 'other'}-{i:02d}.txt" for i in range(14)]
+    for i, name in enumerate(names):
+        start_upload(owner, b"x" * (i % 4 + 1), filename=name, content_type="text/plain")
+
+    listed = walk(owner, limit=2, search="MATCH", sortBy=sort_by, order="desc")
+
+    expected = [
+        f for f in walk(owner, limit=100, sortBy=sort_by, order="desc") if "match" in f["filename"]
+    ]
+    assert [f["id"] for f in listed] == [f["id"] for f in expected]
+    assert len(listed) == 9
