@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 def iso(value: datetime | None) -> str | None:
     if value is None:
         return None
-    utc = value.astimezone(UTC)
-    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+    # isoformat is C code: about twice as fast as strftime, and every listed file has three.
+    return value.astimezone(UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
 
 
 def iso_required(value: datetime) -> str:
