@@ -1,0 +1,30 @@
+"""Every state change of a file: one function per transition, each in one transaction."""
+
+from files.services.changes import file_copy, file_download_url, file_update
+from files.services.common import StartedUpload
+from files.services.lifecycle import file_delete, file_restore
+from files.services.replace import file_replace_complete, file_replace_start
+from files.services.sweeps import (
+    PurgeReport,
+    files_expire_pending,
+    files_purge_expired,
+    objects_remove_discarded,
+)
+from files.services.upload import file_complete, file_upload_start
+
+__all__ = [
+    "PurgeReport",
+    "StartedUpload",
+    "file_complete",
+    "file_copy",
+    "file_delete",
+    "file_download_url",
+    "file_replace_complete",
+    "file_replace_start",
+    "file_restore",
+    "file_update",
+    "file_upload_start",
+    "files_expire_pending",
+    "files_purge_expired",
+    "objects_remove_discarded",
+]

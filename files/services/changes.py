@@ -1,0 +1,111 @@
+"""Changes to an uploaded file: rename, move, metadata, copy, download URL."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from accounts.models import Project
+from files.events import record_file_event
+from files.models import File, FileVersion
+from files.services.common import (
+    Status,
+    lock_file,
+)
+from storage_service import objectstore
+from storage_service.errors import (
+    FileNotUploaded,
+)
+from storage_service.timefmt import iso
+from webhooks.models import Event
+
+# --- Changes to an uploaded file -----------------------------------------------------------
+
+
+def file_update(*, project: Project, file_id: str, changes: dict[str, Any]) -> File:
+    """Rename, move and/or replace metadata; one event per kind of change that happened."""
+    with transaction.atomic():
+        file = lock_file(project, file_id)
+        previous_filename, previous_path = file.filename, file.path
+        changed: list[str] = []
+        if "filename" in changes and changes["filename"] != file.filename:
+            file.filename = changes["filename"]
+            changed.append("filename")
+        if "path" in changes and changes["path"] != file.path:
+            file.path = changes["path"]
+            changed.append("path")
+        if "metadata" in changes and changes["metadata"] != file.metadata:
+            file.metadata = changes["metadata"]
+            changed.append("metadata")
+        if not changed:
+            return file
+        file.save(update_fields=[*changed, "updated_at"])
+        if "filename" in changed:
+            record_file_event(Event.Type.FILE_RENAMED, file, previousFilename=previous_filename)
+        if "path" in changed:
+            record_file_event(Event.Type.FILE_MOVED, file, previousPath=previous_path)
+        if "metadata" in changed:
+            record_file_event(Event.Type.FILE_METADATA_UPDATED, file, metadata=file.metadata)
+        return file
+
+
+def file_copy(
+    *, project: Project, file_id: str, filename: str | None = None, path: Any = ...
+) -> File:
+    """A new file sharing the source's current stored object: no byte is copied.
+
+    ``path`` left out keeps the source's folder; ``None`` means the root.
+    """
+    with transaction.atomic():
+        source = lock_file(project, file_id)
+        if source.status != Status.UPLOADED:
+            raise FileNotUploaded(
+                f"The file is {source.status}; only an uploaded file can be copied."
+            )
+        now = timezone.now()
+        copy = File.objects.create(
+            project=project,
+            filename=filename if filename is not None else source.filename,
+            path=source.path if path is ... else path,
+            content_type=source.content_type,
+            size=source.size,
+            status=Status.UPLOADED,
+            metadata=source.metadata,
+            checksum=source.checksum,
+            sniffed_type=source.sniffed_type,
+            current_object=source.current_object,
+            uploaded_at=now,
+        )
+        FileVersion.objects.create(
+            file=copy,
+            version=1,
+            stored_object=source.current_object,
+            content_type=copy.content_type,
+            size=copy.size,
+            checksum=copy.checksum or "",
+        )
+        record_file_event(
+            Event.Type.FILE_COPIED, copy, sourceFileId=source.id, sourceVersion=source.version
+        )
+        return copy
+
+
+def file_download_url(
+    *, project: Project, file_id: str, expires_in: int = 3600
+) -> objectstore.PresignedDownload:
+    with transaction.atomic():
+        file = lock_file(project, file_id)
+        if file.status != Status.UPLOADED:
+            raise FileNotUploaded(
+                f"The file is {file.status}; only an uploaded file can be downloaded."
+            )
+        download = objectstore.presign_get(
+            key=file.current_object.storage_key,
+            expires_in=expires_in,
+            filename=file.filename,
+            content_type=file.content_type,
+        )
+        record_file_event(Event.Type.FILE_DOWNLOADED, file, expiresAt=iso(download.expires_at))
+        return download

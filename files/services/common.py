@@ -1,0 +1,167 @@
+"""Steps every file transition shares: locking the row, stored objects, verifying bytes.
+
+Each transition locks the file row (``select_for_update``) and re-checks the state under the
+lock, so two concurrent calls give one success and one 409, never two successes. Events are
+written in the same transaction (the outbox in ``webhooks``).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.utils import timezone
+
+from accounts.models import Project
+from files.models import File, FileVersion, StoredObject
+from storage_service import objectstore
+from storage_service.errors import (
+    ApiError,
+    ContentTypeMismatch,
+    FileNotFound,
+    FileTooLarge,
+    ObjectNotFound,
+    UploadSizeMismatch,
+)
+from storage_service.ids import looks_like_id, new_id
+from storage_service.sniff import SNIFF_BYTES, contradicts, recorded_type, sniff
+
+Status = File.Status
+
+
+@dataclass(frozen=True)
+class StartedUpload:
+    file: File
+    upload: objectstore.PresignedUpload
+    replayed: bool = False
+
+
+# --- Helpers -------------------------------------------------------------------------------
+
+
+def lock_file(project: Project, file_id: str, *, include_deleted: bool = False) -> File:
+    """The file row, locked for this transaction; 404 when missing, foreign or deleted."""
+    if not looks_like_id(file_id, "file"):
+        raise FileNotFound("No such file.")
+    queryset = File.objects.for_project(project).select_for_update()
+    if not include_deleted:
+        queryset = queryset.visible()
+    # No select_related here: when this statement waits for another transaction's lock,
+    # PostgreSQL re-reads the locked file row but not the rows joined to it, so a joined
+    # replacement_object would be the stale one. Related rows are read after the lock.
+    file = queryset.filter(id=file_id).first()
+    if file is None:
+        raise FileNotFound("No such file.")
+    file.project = project  # the caller's instance, so events read no extra row
+    return file
+
+
+def new_object(project: Project, *, content_type: str, size: int) -> StoredObject:
+    ttl = settings.SERVICE_UPLOAD_URL_TTL_SECONDS
+    return StoredObject.objects.create(
+        project=project,
+        # Random, never derived from the filename or path: renames never touch the store.
+        storage_key=f"{project.id}/{new_id('obj')}",
+        declared_type=content_type,
+        declared_size=size,
+        upload_expires_at=timezone.now() + timedelta(seconds=ttl),
+    )
+
+
+def presign_upload(stored: StoredObject) -> objectstore.PresignedUpload:
+    return objectstore.presign_put(
+        key=stored.storage_key,
+        content_type=stored.declared_type,
+        size=stored.declared_size,
+        expires_in=settings.SERVICE_UPLOAD_URL_TTL_SECONDS,
+    )
+
+
+def discard(stored: StoredObject | None) -> None:
+    """Hand an object nothing uses to the purge sweep, which removes it from the store."""
+    if stored is not None and stored.state in {StoredObject.State.PENDING, StoredObject.State.LIVE}:
+        stored.state = StoredObject.State.DISCARDED
+        stored.save(update_fields=["state"])
+
+
+def checksum_of(info: objectstore.ObjectInfo) -> str:
+    if info.sha256:
+        try:
+            return "sha256:" + base64.b64decode(info.sha256).hex()
+        except (binascii.Error, ValueError):
+            pass
+    return f"etag:{info.etag}"
+
+
+@dataclass(frozen=True)
+class Verified:
+    size: int
+    checksum: str
+    sniffed_type: str | None
+
+
+def verify(stored: StoredObject) -> Verified | ApiError:
+    """Read what the store really holds: its size (HEAD) and its type (first bytes).
+
+    Raises ObjectNotFound when no bytes have arrived (nothing changes: the client may still
+    PUT them); returns the refusal when the bytes arrived but are not what was declared.
+    """
+    info = objectstore.head(stored.storage_key)
+    if info is None:
+        raise ObjectNotFound(
+            "No bytes have been stored for this upload yet: PUT them to upload.url first."
+        )
+    if info.size != stored.declared_size:
+        return UploadSizeMismatch(
+            f"The stored object has {info.size} bytes; {stored.declared_size} were declared.",
+            details={"declaredSize": stored.declared_size, "actualSize": info.size},
+        )
+    sniffed = sniff(objectstore.read_prefix(stored.storage_key, min(SNIFF_BYTES, info.size)))
+    if contradicts(stored.declared_type, sniffed):
+        return ContentTypeMismatch(
+            f"The stored bytes are {sniffed.best}, not the declared {stored.declared_type}.",
+            details={"declaredType": stored.declared_type, "detectedType": sniffed.best},
+        )
+    return Verified(
+        size=info.size,
+        checksum=checksum_of(info),
+        sniffed_type=recorded_type(stored.declared_type, sniffed),
+    )
+
+
+def publish(file: File, stored: StoredObject, verified: Verified, *, version: int) -> None:
+    """Make verified bytes the file's current version, with the FileVersion that keeps them."""
+    stored.state = StoredObject.State.LIVE
+    stored.size = verified.size
+    stored.checksum = verified.checksum
+    stored.sniffed_type = verified.sniffed_type
+    stored.save(update_fields=["state", "size", "checksum", "sniffed_type"])
+    file.status = Status.UPLOADED
+    file.version = version
+    file.current_object = stored
+    file.content_type = stored.declared_type
+    file.size = verified.size
+    file.checksum = verified.checksum
+    file.sniffed_type = verified.sniffed_type
+    file.uploaded_at = timezone.now()
+    file.save()
+    FileVersion.objects.create(
+        file=file,
+        version=version,
+        stored_object=stored,
+        content_type=file.content_type,
+        size=verified.size,
+        checksum=verified.checksum,
+    )
+
+
+def check_single_put_size(size: int) -> None:
+    limit = settings.SERVICE_MAX_SINGLE_UPLOAD_BYTES
+    if size > limit:
+        raise FileTooLarge(
+            f"A single upload is at most {limit} bytes; use a multipart upload for larger files.",
+            details={"maxSize": limit},
+        )

@@ -1,0 +1,75 @@
+"""Soft delete and restore."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from accounts.models import Project
+from files.events import record_file_event
+from files.models import File, StoredObject
+from files.services.common import (
+    Status,
+    discard,
+    lock_file,
+)
+from storage_service import objectstore
+from storage_service.errors import (
+    FileNotDeleted,
+    ObjectNotFound,
+)
+from storage_service.timefmt import iso
+from webhooks.models import Event
+
+# --- Delete, restore, purge ----------------------------------------------------------------
+
+
+def file_delete(*, project: Project, file_id: str) -> File:
+    """Soft delete: the bytes stay for the grace window; a pending replacement is dropped."""
+    with transaction.atomic():
+        file = lock_file(project, file_id)
+        now = timezone.now()
+        file.status_before_delete = file.status
+        file.status = Status.DELETED
+        file.deleted_at = now
+        discard(file.replacement_object)
+        file.replacement_object = None
+        file.save(
+            update_fields=[
+                "status",
+                "status_before_delete",
+                "deleted_at",
+                "replacement_object",
+                "updated_at",
+            ]
+        )
+        purge_after = now + timedelta(days=settings.SERVICE_DELETE_GRACE_DAYS)
+        record_file_event(
+            Event.Type.FILE_DELETED, file, deletedAt=iso(now), purgeAfter=iso(purge_after)
+        )
+        return file
+
+
+def file_restore(*, project: Project, file_id: str) -> File:
+    """Bring a soft-deleted file back, as long as its bytes have not been purged."""
+    with transaction.atomic():
+        file = lock_file(project, file_id, include_deleted=True)
+        if file.status != Status.DELETED:
+            raise FileNotDeleted(f"The file is {file.status}, not deleted.")
+        if file.purged_at is not None or file.current_object.state == StoredObject.State.PURGED:
+            raise ObjectNotFound("The file's stored object has been purged; it cannot be restored.")
+        restored_status = file.status_before_delete or Status.UPLOADED
+        if (
+            restored_status == Status.UPLOADED
+            and objectstore.head(file.current_object.storage_key) is None
+        ):
+            raise ObjectNotFound("The file's stored object no longer exists in the store.")
+        file.status = restored_status
+        file.deleted_at = None
+        file.status_before_delete = ""
+        file.save(update_fields=["status", "deleted_at", "status_before_delete", "updated_at"])
+        record_file_event(Event.Type.FILE_RESTORED, file)
+        return file

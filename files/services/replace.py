@@ -1,0 +1,93 @@
+"""Replacing a file's content: a new version under the same id."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+
+from accounts.models import Project
+from files.events import record_file_event
+from files.models import File
+from files.services.common import (
+    StartedUpload,
+    Status,
+    check_single_put_size,
+    discard,
+    lock_file,
+    new_object,
+    presign_upload,
+    publish,
+    verify,
+)
+from storage_service.errors import (
+    ApiError,
+    FileNotUploaded,
+    NoReplaceInProgress,
+    ReplaceInProgress,
+)
+from storage_service.timefmt import iso
+from webhooks.models import Event
+
+# --- Replacement ---------------------------------------------------------------------------
+
+
+def file_replace_start(
+    *, project: Project, file_id: str, content_type: str, size: int
+) -> StartedUpload:
+    """Presign the PUT of a new version; the file keeps serving its current one meanwhile.
+
+    A replacement whose upload URL has expired no longer blocks a new one (the client could
+    not finish it anyway); one still within its URL lifetime does (409 REPLACE_IN_PROGRESS).
+    """
+    check_single_put_size(size)
+    with transaction.atomic():
+        file = lock_file(project, file_id)
+        if file.status != Status.UPLOADED:
+            raise FileNotUploaded(
+                f"The file is {file.status}; only an uploaded file can be replaced."
+            )
+        pending = file.replacement_object
+        if pending is not None:
+            if pending.upload_expires_at and pending.upload_expires_at > timezone.now():
+                raise ReplaceInProgress(
+                    "A replacement is already pending for this file; complete it first.",
+                    details={"expiresAt": iso(pending.upload_expires_at)},
+                )
+            discard(pending)
+        stored = new_object(project, content_type=content_type, size=size)
+        file.replacement_object = stored
+        file.save(update_fields=["replacement_object", "updated_at"])
+        return StartedUpload(file=file, upload=presign_upload(stored))
+
+
+def file_replace_complete(*, project: Project, file_id: str) -> File:
+    """Verify the replacement's bytes and publish them as version N+1.
+
+    The previous version's object is kept (its FileVersion row still points at it). Bytes of
+    another size or a contradicting type cancel the replacement (the client starts another).
+    """
+    with transaction.atomic():
+        file = lock_file(project, file_id)
+        stored = file.replacement_object
+        if stored is None:
+            raise NoReplaceInProgress("No replacement is pending for this file.")
+        verified = verify(stored)
+        if isinstance(verified, ApiError):
+            file.replacement_object = None
+            file.save(update_fields=["replacement_object", "updated_at"])
+            discard(stored)
+            refusal: ApiError | None = verified
+        else:
+            refusal = None
+            previous_version = file.version
+            file.replacement_object = None
+            publish(file, stored, verified, version=previous_version + 1)
+            record_file_event(
+                Event.Type.FILE_REPLACED,
+                file,
+                previousVersion=previous_version,
+                checksum=file.checksum,
+            )
+    if refusal is not None:
+        raise refusal
+    return file

@@ -1,0 +1,147 @@
+"""Single uploads: start (with Idempotency-Key) and complete."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from accounts.models import Project
+from files.events import record_file_event
+from files.models import File, IdempotencyRecord
+from files.services.common import (
+    StartedUpload,
+    Status,
+    check_single_put_size,
+    discard,
+    lock_file,
+    new_object,
+    presign_upload,
+    publish,
+    verify,
+)
+from storage_service import objectstore
+from storage_service.errors import (
+    ApiError,
+    FileNotPending,
+    IdempotencyKeyReused,
+)
+from webhooks.models import Event
+
+# --- Single upload -------------------------------------------------------------------------
+
+
+def file_upload_start(
+    *,
+    project: Project,
+    filename: str,
+    content_type: str,
+    size: int,
+    path: str | None = None,
+    metadata: dict[str, Any] | None = None,
+    idempotency_key: str | None = None,
+    request_hash: str = "",
+) -> StartedUpload:
+    """Create a pending file and presign the PUT of its bytes.
+
+    1. Refuse sizes above the single-PUT limit (413; larger files use multipart).
+    2. With an Idempotency-Key: serialize requests with that key (advisory lock), and replay
+       the first request's file and upload descriptor if the body is the same; a different
+       body under the same key is refused.
+    3. Otherwise create the stored object and the file, record ``file.created``.
+    """
+    check_single_put_size(size)
+    with transaction.atomic():
+        if idempotency_key is not None:
+            replay = _idempotent_replay(project, idempotency_key, request_hash)
+            if replay is not None:
+                return replay
+        stored = new_object(project, content_type=content_type, size=size)
+        file = File.objects.create(
+            project=project,
+            filename=filename,
+            path=path,
+            content_type=content_type,
+            size=size,
+            metadata=metadata,
+            current_object=stored,
+        )
+        upload = presign_upload(stored)
+        if idempotency_key is not None:
+            IdempotencyRecord.objects.create(
+                project=project,
+                key=idempotency_key,
+                request_hash=request_hash,
+                file=file,
+                response_body={
+                    "url": upload.url,
+                    "method": upload.method,
+                    "headers": upload.headers,
+                    "expiresAt": upload.expires_at.isoformat(),
+                },
+            )
+        record_file_event(Event.Type.FILE_CREATED, file)
+    return StartedUpload(file=file, upload=upload)
+
+
+def _idempotent_replay(project: Project, key: str, request_hash: str) -> StartedUpload | None:
+    # Two requests with one key must not both create a file: the advisory lock (released at
+    # commit) makes the second wait for the first and then find its record.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"{project.id}:{key}"]
+        )
+    cutoff = timezone.now() - timedelta(hours=settings.SERVICE_IDEMPOTENCY_TTL_HOURS)
+    record = IdempotencyRecord.objects.filter(project=project, key=key).first()
+    if record is None:
+        return None
+    if record.created_at < cutoff:
+        record.delete()  # keys are remembered for a day, then may be reused
+        return None
+    if record.request_hash != request_hash:
+        raise IdempotencyKeyReused(
+            "This Idempotency-Key was already used with a different request body.",
+            details={"idempotencyKey": key},
+        )
+    file = File.objects.get(id=record.file_id)
+    saved = record.response_body
+    upload = objectstore.PresignedUpload(
+        url=saved["url"],
+        method=saved["method"],
+        headers=saved["headers"],
+        expires_at=datetime.fromisoformat(saved["expiresAt"]),
+    )
+    return StartedUpload(file=file, upload=upload, replayed=True)
+
+
+def file_complete(*, project: Project, file_id: str) -> File:
+    """Verify the uploaded bytes and publish version 1.
+
+    1. Lock the file; only a pending file can complete (409 FILE_NOT_PENDING).
+    2. Read the stored object's real size and type. No bytes yet: 409 OBJECT_NOT_FOUND and
+       nothing changes. Bytes of another size or a contradicting type: the file becomes
+       ``failed`` (the presigned PUT cannot overwrite them, so they can never become right)
+       and the answer says why.
+    3. Otherwise the file becomes ``uploaded`` with its checksum; ``file.uploaded``.
+    """
+    with transaction.atomic():
+        file = lock_file(project, file_id)
+        if file.status != Status.PENDING:
+            raise FileNotPending(f"The file is {file.status}; only a pending file can complete.")
+        stored = file.current_object
+        verified = verify(stored)
+        if isinstance(verified, ApiError):
+            file.status = Status.FAILED
+            file.save(update_fields=["status", "updated_at"])
+            discard(stored)
+            refusal: ApiError | None = verified
+        else:
+            refusal = None
+            publish(file, stored, verified, version=1)
+            record_file_event(Event.Type.FILE_UPLOADED, file, checksum=file.checksum)
+    if refusal is not None:
+        raise refusal  # after the commit, so the file's failed state is kept
+    return file
