@@ -6,6 +6,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from files.models import File
@@ -166,3 +167,17 @@ def test_every_search_plan_gives_the_plain_querys_pages(
     ]
     assert [f["id"] for f in listed] == [f["id"] for f in expected]
     assert len(listed) == 9
+
+
+def test_search_is_the_same_without_the_trigram_index(owner: Actor) -> None:
+    """Where pg_trgm is missing the index is too; search then scans, with the same answer."""
+    for name in ["alpha.png", "ALPHABET.txt", "beta.png", "x_alpha_y.csv"]:
+        start_upload(owner, png_bytes(), filename=name)
+    with_index = [f["id"] for f in owner.get("/v1/files", {"search": "alpha"}).json()["data"]]
+
+    with connection.cursor() as cursor:  # undone with the test's transaction
+        cursor.execute("DROP INDEX IF EXISTS file_filename_trgm")
+    without_index = [f["id"] for f in owner.get("/v1/files", {"search": "alpha"}).json()["data"]]
+
+    assert len(with_index) == 3
+    assert without_index == with_index
