@@ -155,20 +155,9 @@ class Folder:
         }
 
 
-@dataclass(frozen=True)
-class FolderPage:
-    items: list[Folder]
-    has_more: bool
-    next_cursor: str | None
-
-
-def _like_escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
 def folder_list(
     *, project: Project, parent: str | None, limit: int = 100, cursor: str | None = None
-) -> FolderPage:
+) -> Page[Folder]:
     """The direct child folders of ``parent`` (None: the root), by name.
 
     Folders are derived from the paths of visible files: a folder exists while a file is in
@@ -180,14 +169,12 @@ def folder_list(
     if parent is None:
         child = "split_part(path, '/', 1)"
         where = "path IS NOT NULL"
-        params: list[Any] = []
+        sql_params: list[Any] = [project.id]
     else:
         child = "split_part(substr(path, %s), '/', 1)"
         where = "path LIKE %s"
-        params = [len(parent) + 2]
-    sql_params: list[Any] = [*params, project.id]
-    if parent is not None:
-        sql_params.append(_like_escape(parent) + "/%")
+        prefix = connection.ops.prep_for_like_query(parent) + "/%"
+        sql_params = [len(parent) + 2, project.id, prefix]
     sql = f"""
         SELECT name, count(*) FROM (
             SELECT {child} AS name FROM files_file
@@ -216,4 +203,4 @@ def folder_list(
     next_cursor = (
         encode_cursor(scope, items[-1].name, items[-1].name) if has_more and items else None
     )
-    return FolderPage(items=items, has_more=has_more, next_cursor=next_cursor)
+    return Page(items=items, has_more=has_more, next_cursor=next_cursor)

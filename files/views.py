@@ -209,6 +209,6 @@ class FolderViewSet(viewsets.ViewSet):
         return Response(
             {
                 "data": [folder.as_json() for folder in page.items],
-                "pagination": {"hasMore": page.has_more, "nextCursor": page.next_cursor},
+                "pagination": page.pagination_json(),
             }
         )

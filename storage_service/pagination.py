@@ -18,13 +18,14 @@ from django.db.models import Model, QuerySet
 from storage_service.errors import ValidationError
 
 T = TypeVar("T", bound=Model)
+Item = TypeVar("Item")
 
 _SALT = "storage_service.pagination.cursor"
 
 
 @dataclass(frozen=True)
-class Page(Generic[T]):
-    items: list[T]
+class Page(Generic[Item]):
+    items: list[Item]
     has_more: bool
     next_cursor: str | None
 

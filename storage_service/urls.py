@@ -9,6 +9,7 @@ from django.urls import path, re_path
 
 from accounts.views import MeView
 from files.views import FileViewSet, FolderViewSet
+from storage_service.errors import handler404 as handler404_view
 
 files = FileViewSet.as_view
 F = "v1/files/<str:file_id>"
@@ -39,7 +40,7 @@ if settings.SERVICE_BENCH_ROUTES:
 
 
 def not_found(request: HttpRequest, rest: str = "") -> HttpResponse:
-    return JsonResponse({"error": {"code": "NOT_FOUND", "message": "No such route."}}, status=404)
+    return handler404_view(request)
 
 
 # Last: any other path is the JSON 404, in every profile (DEBUG's HTML page included).

@@ -181,3 +181,11 @@ def test_search_is_the_same_without_the_trigram_index(owner: Actor) -> None:
 
     assert len(with_index) == 3
     assert without_index == with_index
+
+
+def test_folder_parents_with_like_wildcards_match_literally(owner: Actor) -> None:
+    for path in ["a_b/in", "axb/out", "50%/in", "50x/out"]:
+        start_upload(owner, png_bytes(), path=path)
+    for parent in ["a_b", "50%"]:
+        children = owner.get("/v1/folders", {"parent": parent}).json()["data"]
+        assert [f["path"] for f in children] == [f"{parent}/in"]
