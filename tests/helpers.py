@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.factories import Actor, png_bytes, upload_body
-from tests.storage import put_to
+from tests.storage import get_from, put_to
 
 
 def start_upload(actor: Actor, data: bytes | None = None, **body: Any) -> dict[str, Any]:
@@ -27,3 +27,12 @@ def uploaded_file(actor: Actor, data: bytes | None = None, **body: Any) -> dict[
 
 def error_code(response: Any) -> str:
     return str(response.json()["error"]["code"])
+
+
+def download(actor: Actor, file_id: str) -> bytes:
+    """The file's bytes as a client gets them: a download URL, then a GET from the store."""
+    response = actor.post(f"/v1/files/{file_id}/download-url", {})
+    assert response.status_code == 200, response.json()
+    fetched = get_from(response.json()["url"])
+    assert fetched.status_code == 200
+    return fetched.content

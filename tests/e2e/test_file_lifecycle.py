@@ -8,21 +8,10 @@ from files.models import File, StoredObject
 from files.services import files_purge_expired
 from storage_service import objectstore
 from tests.factories import Actor, jpeg_bytes, pdf_bytes, png_bytes
-from tests.helpers import start_upload, uploaded_file
-from tests.storage import get_from, put_to
+from tests.helpers import download, start_upload, uploaded_file
+from tests.storage import put_to
 
 pytestmark = pytest.mark.e2e
-
-
-upload_file = uploaded_file
-
-
-def download(actor: Actor, file_id: str) -> bytes:
-    response = actor.post(f"/v1/files/{file_id}/download-url", {})
-    assert response.status_code == 200, response.json()
-    fetched = get_from(response.json()["url"])
-    assert fetched.status_code == 200
-    return fetched.content
 
 
 def test_upload_complete_download_round_trip(owner: Actor) -> None:
@@ -109,14 +98,14 @@ def test_complete_refuses_bytes_whose_real_type_contradicts_the_declared_one(own
 
 def test_generic_declared_type_is_accepted_and_the_real_type_recorded(owner: Actor) -> None:
     data = png_bytes()
-    file = upload_file(owner, data, filename="blob.bin", content_type="application/octet-stream")
+    file = uploaded_file(owner, data, filename="blob.bin", content_type="application/octet-stream")
 
     assert File.objects.get(id=file["id"]).sniffed_type == "image/png"
 
 
 def test_copy_shares_the_stored_object_and_downloads_the_same_bytes(owner: Actor) -> None:
     data = jpeg_bytes()
-    original = upload_file(owner, data, filename="a.jpg", content_type="image/jpeg")
+    original = uploaded_file(owner, data, filename="a.jpg", content_type="image/jpeg")
 
     response = owner.post(
         f"/v1/files/{original['id']}/copy", {"path": "copies", "filename": "b.jpg"}
@@ -135,7 +124,7 @@ def test_copy_shares_the_stored_object_and_downloads_the_same_bytes(owner: Actor
 
 def test_replace_publishes_a_new_version_and_keeps_the_old_object(owner: Actor) -> None:
     first = png_bytes()
-    file = upload_file(owner, first)
+    file = uploaded_file(owner, first)
     second = jpeg_bytes()
 
     started = owner.post(
@@ -163,7 +152,7 @@ def test_replace_publishes_a_new_version_and_keeps_the_old_object(owner: Actor) 
 
 def test_delete_restore_then_purge(owner: Actor) -> None:
     data = png_bytes()
-    file = upload_file(owner, data)
+    file = uploaded_file(owner, data)
 
     deleted = owner.delete(f"/v1/files/{file['id']}")
     assert deleted.status_code == 200
@@ -188,7 +177,7 @@ def test_delete_restore_then_purge(owner: Actor) -> None:
 
 def test_purge_keeps_an_object_a_live_copy_still_uses(owner: Actor) -> None:
     data = png_bytes()
-    original = upload_file(owner, data)
+    original = uploaded_file(owner, data)
     copy = owner.post(f"/v1/files/{original['id']}/copy", {}).json()
 
     owner.delete(f"/v1/files/{original['id']}")
@@ -206,7 +195,7 @@ def test_purge_keeps_an_object_a_live_copy_still_uses(owner: Actor) -> None:
 
 def test_purge_removes_every_version(owner: Actor) -> None:
     first, second = png_bytes(), jpeg_bytes()
-    file = upload_file(owner, first)
+    file = uploaded_file(owner, first)
     started = owner.post(
         f"/v1/files/{file['id']}/replace", {"contentType": "image/jpeg", "size": len(second)}
     ).json()

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from files.models import File, StoredObject
 from tests.factories import Actor, jpeg_bytes, pdf_bytes, png_bytes
-from tests.helpers import error_code, start_upload, uploaded_file
+from tests.helpers import download, error_code, start_upload, uploaded_file
 from tests.storage import get_from, put_to
 
 
@@ -79,8 +79,7 @@ def test_a_refused_replacement_leaves_the_file_as_it_was(owner: Actor) -> None:
         "image/png",
         file["checksum"],
     )
-    url = owner.post(f"/v1/files/{file['id']}/download-url", {}).json()["url"]
-    assert get_from(url).content == original
+    assert download(owner, file["id"]) == original
     # The replacement is gone, so another may start at once.
     again = owner.post(f"/v1/files/{file['id']}/replace", {"contentType": "image/jpeg", "size": 3})
     assert again.status_code == 200
