@@ -392,7 +392,11 @@ class PartUrlSigner:
         # order); the canonical request sorts them: X-Amz-* < partNumber < uploadId.
         self._url_head = f"{base}?uploadId={upload}&partNumber="
         self._url_tail = f"&{auth_query}&X-Amz-Signature="
-        self._request_head = f"PUT\n{urlsplit(base).path}\n{auth_query}&partNumber="
+        # The canonical request up to the part number is the same for every part: hash it
+        # once, and let each URL hash only its own tail (a copy of the hash state).
+        self._request_head = hashlib.sha256(
+            f"PUT\n{urlsplit(base).path}\n{auth_query}&partNumber=".encode()
+        )
         self._request_mid = f"&uploadId={upload}\ncontent-length:"
         self._request_tail = f"\nhost:{_host_header(base)}\n\ncontent-length;host\nUNSIGNED-PAYLOAD"
         self._to_sign_head = f"AWS4-HMAC-SHA256\n{amz_date}\n{scope}\n"
@@ -400,10 +404,10 @@ class PartUrlSigner:
         self.expires_at = signed_at + timedelta(seconds=expires_in)
 
     def url(self, part_number: int, content_length: int) -> str:
-        canonical = (
-            f"{self._request_head}{part_number}{self._request_mid}"
-            f"{content_length}{self._request_tail}"
+        request = self._request_head.copy()
+        request.update(
+            f"{part_number}{self._request_mid}{content_length}{self._request_tail}".encode()
         )
-        to_sign = self._to_sign_head + hashlib.sha256(canonical.encode()).hexdigest()
-        signature = hmac.new(self._key, to_sign.encode(), hashlib.sha256).hexdigest()
+        to_sign = self._to_sign_head + request.hexdigest()
+        signature = hmac.digest(self._key, to_sign.encode(), "sha256").hex()
         return f"{self._url_head}{part_number}{self._url_tail}{signature}"

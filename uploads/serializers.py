@@ -17,7 +17,7 @@ from files.validation import (
 from storage_service.serializers import CleanedField, StrictSerializer
 from storage_service.timefmt import iso
 from uploads.models import UploadSession
-from uploads.services import PartUrl
+from uploads.services import PresignedParts
 from uploads.sizing import MAX_PARTS
 
 # --- Input ---------------------------------------------------------------------------------
@@ -101,23 +101,12 @@ class CompleteRequest(StrictSerializer):
 # --- Output --------------------------------------------------------------------------------
 
 
-def parts_json(parts: list[PartUrl]) -> list[dict[str, Any]]:
-    if not parts:
-        return []
-    expires = iso(parts[0].expires_at)  # one signing instant for all: format it once
-    return [
-        {
-            "partNumber": part.number,
-            "url": part.url,
-            "expiresAt": expires
-            if part.expires_at == parts[0].expires_at
-            else iso(part.expires_at),
-        }
-        for part in parts
-    ]
+def parts_json(parts: PresignedParts) -> list[dict[str, Any]]:
+    expires = iso(parts.expires_at)  # formatted once for up to 10,000 parts
+    return [{"partNumber": n, "url": url, "expiresAt": expires} for n, url in parts.urls]
 
 
-def session_json(session: UploadSession, parts: list[PartUrl]) -> dict[str, Any]:
+def session_json(session: UploadSession, parts: PresignedParts) -> dict[str, Any]:
     """The contract's session (id, partSize, parts, expiresAt) and what a client also needs."""
     return {
         "id": session.id,

@@ -45,9 +45,10 @@ Reason = UploadSession.AbortReason
 
 
 @dataclass(frozen=True)
-class PartUrl:
-    number: int
-    url: str
+class PresignedParts:
+    """Part URLs signed at one instant, so they share one expiry."""
+
+    urls: list[tuple[int, str]]  # (part number, presigned PUT URL)
     expires_at: datetime
 
 
@@ -55,7 +56,7 @@ class PartUrl:
 class StartedMultipart:
     file: File
     session: UploadSession
-    parts: list[PartUrl]
+    parts: PresignedParts
 
 
 def plan_of(session: UploadSession) -> PartPlan:
@@ -81,7 +82,7 @@ def _upload_event(type: Event.Type, session: UploadSession, file: File, **extra:
     )
 
 
-def _presign(session: UploadSession, numbers: list[int]) -> list[PartUrl]:
+def _presign(session: UploadSession, numbers: list[int]) -> PresignedParts:
     """Presign the PUT of each part: pure CPU, a few microseconds per part.
 
     URLs live SERVICE_UPLOAD_URL_TTL_SECONDS, never past the session's own expiry; a client
@@ -95,10 +96,10 @@ def _presign(session: UploadSession, numbers: list[int]) -> list[PartUrl]:
         expires_in=ttl,
     )
     plan = plan_of(session)
-    return [
-        PartUrl(number=n, url=signer.url(n, plan.part_length(n)), expires_at=signer.expires_at)
-        for n in numbers
-    ]
+    url = signer.url
+    return PresignedParts(
+        urls=[(n, url(n, plan.part_length(n))) for n in numbers], expires_at=signer.expires_at
+    )
 
 
 def _check_open(session: UploadSession) -> None:
@@ -186,7 +187,7 @@ def upload_start(
 
 def upload_sign_parts(
     *, project: Project, upload_id: str, part_numbers: list[int]
-) -> list[PartUrl]:
+) -> PresignedParts:
     """Fresh presigned URLs for the given parts of an active session."""
     session = upload_get(project=project, upload_id=upload_id)
     _check_open(session)
