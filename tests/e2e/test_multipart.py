@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import pytest
@@ -188,3 +189,26 @@ def test_the_worker_sweep_aborts_expired_sessions(celery_worker: subprocess.Pope
 def test_beat_schedules_the_multipart_sweep() -> None:
     tasks = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
     assert "uploads.tasks.expire_multipart_uploads" in tasks
+
+
+def test_parts_held_lists_more_than_one_page_of_the_store() -> None:
+    """The store answers ListParts 1,000 parts at a time; the API lists them all."""
+    owner = make_actor("mp-many")
+    started = start_multipart(owner, 1001 * PART)
+    session = UploadSession.objects.select_related("stored_object").get(id=started["upload"]["id"])
+    key, provider = session.stored_object.storage_key, session.provider_upload_id
+    s3 = objectstore.client()
+
+    def upload(number: int) -> None:  # one byte each: the store takes short parts until complete
+        s3.upload_part(
+            Bucket=objectstore.bucket(), Key=key, UploadId=provider, PartNumber=number, Body=b"x"
+        )
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(upload, range(1, 1002)))
+
+    held = owner.get(f"{BASE}/{session.id}/parts").json()["data"]["parts"]
+
+    assert [p["partNumber"] for p in held] == list(range(1, 1002))
+    assert {p["size"] for p in held} == {1}
+    owner.delete(f"{BASE}/{session.id}")
