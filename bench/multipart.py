@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import math
 import os
 import sys
 import threading
@@ -69,16 +70,21 @@ def fresh_project(url: str) -> Any:
 
 
 def presign_figures(count: int) -> tuple[float, float]:
-    """Milliseconds for ``count`` part URLs: the service's presigner, botocore's."""
+    """Milliseconds for ``count`` part URLs: the service's presigner (best of 5), botocore's
+    (once: it takes seconds)."""
     from storage_service import objectstore
 
     # Both build the boto3 client (and ours the URL prefix) once per process: not timed.
     objectstore.PartUrlSigner(key="warm", upload_id="warm", expires_in=60).url(1, 1)
-    started = time.perf_counter()
-    signer = objectstore.PartUrlSigner(key="bench/key", upload_id="bench-upload", expires_in=900)
-    for number in range(1, count + 1):
-        signer.url(number, PART)
-    ours = (time.perf_counter() - started) * 1000
+    ours = math.inf
+    for _ in range(5):  # best of 5: it is short enough for a busy machine to distort once
+        started = time.perf_counter()
+        signer = objectstore.PartUrlSigner(
+            key="bench/key", upload_id="bench-upload", expires_in=900
+        )
+        for number in range(1, count + 1):
+            signer.url(number, PART)
+        ours = min(ours, (time.perf_counter() - started) * 1000)
     client = objectstore.presign_client()
     started = time.perf_counter()
     for number in range(1, count + 1):
@@ -250,7 +256,7 @@ def main() -> int:
                     str(len(timings)),
                 ],
                 ["  (response body)", f"{body_bytes / 1e6:.1f} MB", "", ""],
-                ["10,000 part URLs, service presigner", f"{ours_ms:.1f}", "", "1"],
+                ["10,000 part URLs, service presigner", f"{ours_ms:.1f}", "", "best of 5"],
                 ["10,000 part URLs, botocore", f"{botocore_ms:.1f}", "", "1"],
             ],
         )
