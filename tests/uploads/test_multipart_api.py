@@ -439,3 +439,26 @@ def test_the_expiry_sweep_aborts_sessions_past_their_expiry(owner: Actor) -> Non
     assert UploadSession.objects.get(id=fresh["upload"]["id"]).status == "active"
     (aborted,) = events(owner, "upload.aborted")
     assert (aborted.data["uploadId"], aborted.data["reason"]) == (stale["upload"]["id"], "expired")
+
+
+def test_the_store_being_down_is_a_503_and_changes_nothing(owner: Actor, settings) -> None:
+    data = start_multipart(owner, 3)
+    upload_id = data["upload"]["id"]
+    settings.AWS_S3_ENDPOINT_URL = "http://127.0.0.1:9"  # nothing listens on the discard port
+    objectstore.reset_clients()
+    try:
+        responses = [
+            owner.post(BASE, {"filename": "a", "contentType": "a/b", "size": 3}),
+            owner.get(f"{BASE}/{upload_id}/parts"),
+            complete(owner, upload_id, [{"partNumber": 1, "etag": "x"}]),
+            owner.delete(f"{BASE}/{upload_id}"),
+        ]
+    finally:
+        objectstore.reset_clients()
+
+    for response in responses:
+        assert response.status_code == 503
+        assert error_code(response) == "STORAGE_UNAVAILABLE"
+    assert UploadSession.objects.get().status == "active"
+    assert File.objects.get().status == "pending"
+    assert not events(owner, "upload.aborted")
