@@ -272,18 +272,25 @@ def _check_held(
 def _end(session: UploadSession, file: File, reason: str) -> None:
     """Mark the session aborted and its file failed; the object goes to the purge.
 
-    The file only fails if it is still pending on this session's object (a file deleted or
-    published meanwhile keeps its state).
+    Only a file still pending on this session's object fails. A file deleted while pending
+    stays deleted but would be restored as failed (its bytes can never come now); the purge
+    of that file removes the object.
     """
     now = timezone.now()
     session.status = Status.ABORTED
     session.abort_reason = reason
     session.aborted_at = now
     session.save(update_fields=["status", "abort_reason", "aborted_at", "updated_at"])
-    if file.status == File.Status.PENDING and file.current_object_id == session.stored_object_id:
-        file.status = File.Status.FAILED
-        file.save(update_fields=["status", "updated_at"])
-        discard(session.stored_object)
+    if file.current_object_id == session.stored_object_id:
+        if file.status == File.Status.PENDING:
+            file.status = File.Status.FAILED
+            file.save(update_fields=["status", "updated_at"])
+            discard(session.stored_object)
+        elif (
+            file.status == File.Status.DELETED and file.status_before_delete == File.Status.PENDING
+        ):
+            file.status_before_delete = File.Status.FAILED
+            file.save(update_fields=["status_before_delete", "updated_at"])
     _upload_event(Event.Type.UPLOAD_ABORTED, session, file, reason=reason)
 
 

@@ -462,3 +462,16 @@ def test_the_store_being_down_is_a_503_and_changes_nothing(owner: Actor, setting
     assert UploadSession.objects.get().status == "active"
     assert File.objects.get().status == "pending"
     assert not events(owner, "upload.aborted")
+
+
+def test_a_file_deleted_while_pending_comes_back_failed_once_its_upload_is_aborted(
+    owner: Actor,
+) -> None:
+    data = start_multipart(owner, 3)
+    owner.delete(f"/v1/files/{data['file']['id']}")
+
+    assert owner.delete(f"{BASE}/{data['upload']['id']}").status_code == 200
+    restored = owner.post(f"/v1/files/{data['file']['id']}/restore")
+
+    assert restored.status_code == 200
+    assert restored.json()["status"] == "failed"
