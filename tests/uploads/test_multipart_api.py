@@ -475,3 +475,40 @@ def test_a_file_deleted_while_pending_comes_back_failed_once_its_upload_is_abort
 
     assert restored.status_code == 200
     assert restored.json()["status"] == "failed"
+
+
+def store_of(upload_id: str) -> tuple[str, str]:
+    session = UploadSession.objects.select_related("stored_object").get(id=upload_id)
+    return session.stored_object.storage_key, session.provider_upload_id
+
+
+def test_complete_after_the_store_lost_the_upload_ends_the_session(owner: Actor) -> None:
+    data = start_multipart(owner, 3)
+    parts = put_all(data["upload"], b"abc")
+    key, provider = store_of(data["upload"]["id"])
+    objectstore.multipart_abort(key=key, upload_id=provider)  # e.g. a bucket lifecycle rule
+
+    response = complete(owner, data["upload"]["id"], parts)
+
+    assert response.status_code == 409 and error_code(response) == "UPLOAD_NOT_ACTIVE"
+    session = UploadSession.objects.get(id=data["upload"]["id"])
+    assert (session.status, session.abort_reason) == ("aborted", "lost")
+    assert File.objects.get(id=data["file"]["id"]).status == "failed"
+
+
+def test_complete_retried_after_the_store_assembled_publishes_that_object(owner: Actor) -> None:
+    """A complete whose store call succeeded but whose transaction then failed left the
+    session active and the object assembled: the retry publishes the object."""
+    data = start_multipart(owner, 3)
+    parts = put_all(data["upload"], b"abc")
+    key, provider = store_of(data["upload"]["id"])
+    held = objectstore.multipart_parts(key=key, upload_id=provider)
+    assert held is not None
+    objectstore.multipart_complete(key=key, upload_id=provider, parts=[(1, held[0].etag)])
+
+    response = complete(owner, data["upload"]["id"], parts)
+
+    assert response.status_code == 200, response.json()
+    assert response.json()["status"] == "uploaded"
+    assert response.json()["checksum"].endswith("-1")
+    assert UploadSession.objects.get(id=data["upload"]["id"]).status == "completed"
