@@ -197,7 +197,8 @@ def delete(keys: list[str]) -> None:
 # --- Multipart uploads -----------------------------------------------------------------------
 #
 # The store's own upload id is a bearer of the upload: it stays in this module's callers'
-# database rows and is never put into a response, an event or a client-facing message.
+# database rows and is never a field of a response, an event or a client-facing message.
+# Only the presigned part URLs carry it, opaquely, because the store requires it there.
 
 
 class MultipartRefused(Exception):
