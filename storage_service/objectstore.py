@@ -214,6 +214,7 @@ class HeldPart:
     number: int
     etag: str  # without the quotes S3 puts around it
     size: int
+    last_modified: datetime | None = None
 
 
 def _error_code(exc: ClientError) -> str:
@@ -235,7 +236,8 @@ def multipart_parts(*, key: str, upload_id: str, page_size: int = 1000) -> list[
     """Every part the store holds for the upload, following its pages; None if it has none.
 
     S3 answers at most 1,000 parts per ListParts call, so an upload of up to 10,000 parts
-    takes up to ten calls.
+    takes up to ten calls. S3 keeps only the last upload of a part number; SeaweedFS keeps
+    (and lists) every one, in no set order, and assembles the one whose etag complete names.
     """
     parts: list[HeldPart] = []
     marker = 0
@@ -259,6 +261,7 @@ def multipart_parts(*, key: str, upload_id: str, page_size: int = 1000) -> list[
                 number=int(part["PartNumber"]),
                 etag=str(part.get("ETag", "")).strip('"'),
                 size=int(part["Size"]),
+                last_modified=part.get("LastModified"),
             )
             for part in response.get("Parts", [])
         )

@@ -200,8 +200,27 @@ def upload_sign_parts(
     return _presign(session, part_numbers)
 
 
+def _by_number(held: list[objectstore.HeldPart]) -> dict[int, list[objectstore.HeldPart]]:
+    versions: dict[int, list[objectstore.HeldPart]] = {}
+    for part in held:
+        versions.setdefault(part.number, []).append(part)
+    return versions
+
+
+def _best_version(versions: list[objectstore.HeldPart], length: int) -> objectstore.HeldPart:
+    """The version of a part to show when the store holds several (SeaweedFS keeps every
+    upload of a part number): one of the right length if any, else the latest."""
+
+    def rank(part: objectstore.HeldPart) -> tuple[bool, float]:
+        modified = part.last_modified.timestamp() if part.last_modified else 0.0
+        return (part.size == length, modified)
+
+    return max(versions, key=rank)
+
+
 def upload_parts_held(*, project: Project, upload_id: str) -> list[objectstore.HeldPart]:
-    """The parts the store holds for an active session, every page of them."""
+    """The parts the store holds for an active session, every page of them, one per part
+    number, in part order."""
     session = upload_get(project=project, upload_id=upload_id)
     _check_open(session)
     held = objectstore.multipart_parts(
@@ -209,7 +228,11 @@ def upload_parts_held(*, project: Project, upload_id: str) -> list[objectstore.H
     )
     if held is None:
         raise UploadNotActive("The store no longer holds this upload; start a new one.")
-    return held
+    plan = plan_of(session)
+    return [
+        _best_version(versions, plan.part_length(number))
+        for number, versions in sorted(_by_number(held).items())
+    ]
 
 
 # --- Complete --------------------------------------------------------------------------------
@@ -241,27 +264,32 @@ def _check_held(
     Checked before assembling: the store would assemble parts of any length, and once it has
     the session's parts are gone. Refused here, the client can still PUT a part again.
     """
-    by_number = {part.number: part for part in held}
-    not_held = [n for n, _ in parts if n not in by_number]
+    versions = _by_number(held)
+    not_held = [n for n, _ in parts if n not in versions]
     if not_held:
         raise UploadPartsIncomplete(
             "The store does not hold every part yet: PUT the missing parts, then complete.",
             details={"missingParts": not_held[:100]},
         )
-    other_etag = [n for n, etag in parts if by_number[n].etag != etag]
+    # The version the store will assemble is the one with the client's etag.
+    by_number = {
+        n: next((part for part in versions[n] if part.etag == etag), None) for n, etag in parts
+    }
+    other_etag = [n for n, part in by_number.items() if part is None]
     if other_etag:
         raise UploadPartsIncomplete(
             "Some etags are not those of the parts the store holds (a part was uploaded again?).",
             details={"etagMismatch": other_etag[:100]},
         )
+    sizes = {n: part.size for n, part in by_number.items() if part is not None}
     plan = plan_of(session)
     wrong = [
-        {"partNumber": n, "expectedSize": plan.part_length(n), "actualSize": by_number[n].size}
+        {"partNumber": n, "expectedSize": plan.part_length(n), "actualSize": sizes[n]}
         for n, _ in parts
-        if by_number[n].size != plan.part_length(n)
+        if sizes[n] != plan.part_length(n)
     ]
     if wrong:
-        actual = sum(by_number[n].size for n, _ in parts)
+        actual = sum(sizes.values())
         raise UploadSizeMismatch(
             f"The parts hold {actual} bytes in the wrong lengths; {session.size} were declared"
             f" in parts of {session.part_size}. PUT those parts again, then complete.",

@@ -15,7 +15,7 @@ from files.models import File, StoredObject
 from files.services import files_expire_pending
 from storage_service import objectstore
 from tests.factories import Actor, pdf_bytes
-from tests.helpers import error_code
+from tests.helpers import download, error_code
 from tests.multipart import PART, complete, provider_id, put_all, put_part, start_multipart
 from uploads.models import UploadSession
 from uploads.services import uploads_expire
@@ -512,3 +512,20 @@ def test_complete_retried_after_the_store_assembled_publishes_that_object(owner:
     assert response.json()["status"] == "uploaded"
     assert response.json()["checksum"].endswith("-1")
     assert UploadSession.objects.get(id=data["upload"]["id"]).status == "completed"
+
+
+def test_a_part_uploaded_twice_is_listed_once_and_complete_takes_the_named_one(
+    owner: Actor,
+) -> None:
+    data = start_multipart(owner, 3)
+    part = data["upload"]["parts"][0]
+    first = put_part(part, b"abc").headers["ETag"]
+    second = put_part(part, b"xyz").headers["ETag"]
+
+    held = owner.get(f"{BASE}/{data['upload']['id']}/parts").json()["data"]["parts"]
+    done = complete(owner, data["upload"]["id"], [{"partNumber": 1, "etag": second}])
+
+    assert [p["partNumber"] for p in held] == [1]
+    assert held[0]["etag"] in {first.strip('"'), second.strip('"')}
+    assert done.status_code == 200, done.json()
+    assert download(owner, data["file"]["id"]) == b"xyz"
