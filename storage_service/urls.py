@@ -10,9 +10,12 @@ from django.urls import path, re_path
 from accounts.views import MeView
 from files.views import FileViewSet, FolderViewSet
 from storage_service.errors import handler404 as handler404_view
+from uploads.views import MultipartUploadViewSet
 
 files = FileViewSet.as_view
 F = "v1/files/<str:file_id>"
+uploads = MultipartUploadViewSet.as_view
+U = "v1/uploads/multipart/<str:upload_id>"
 
 urlpatterns = [
     path("v1/me", MeView.as_view()),
@@ -26,6 +29,10 @@ urlpatterns = [
     path(f"{F}/replace/complete", files({"post": "replace_complete"})),
     path(f"{F}/restore", files({"post": "restore"})),
     path("v1/folders", FolderViewSet.as_view({"get": "list"})),
+    path("v1/uploads/multipart", uploads({"post": "create"})),
+    path(U, uploads({"delete": "destroy"})),
+    path(f"{U}/parts", uploads({"get": "list_parts", "post": "sign_parts"})),
+    path(f"{U}/complete", uploads({"post": "complete"})),
     path("admin/", admin.site.urls),
 ]
 

@@ -167,6 +167,10 @@ SERVICE_IDEMPOTENCY_TTL_HOURS = env_int("SERVICE_IDEMPOTENCY_TTL_HOURS", 24, min
 # A single upload whose bytes never arrived is marked failed after this long.
 SERVICE_PENDING_UPLOAD_EXPIRY_HOURS = env_int("SERVICE_PENDING_UPLOAD_EXPIRY_HOURS", 24, minimum=1)
 SERVICE_PURGE_BATCH_SIZE = env_int("SERVICE_PURGE_BATCH_SIZE", 500, minimum=1)
+# A multipart session not completed within this long is aborted by the expiry sweep.
+SERVICE_MULTIPART_UPLOAD_EXPIRY_HOURS = env_int(
+    "SERVICE_MULTIPART_UPLOAD_EXPIRY_HOURS", 24, minimum=1
+)
 
 # --- Celery ------------------------------------------------------------------------------
 CELERY_BROKER_URL = REDIS_URL
@@ -184,6 +188,10 @@ CELERY_BEAT_SCHEDULE = {
     "expire-pending-uploads": {
         "task": "files.tasks.expire_pending_uploads",
         "schedule": env_int("SERVICE_EXPIRE_PENDING_INTERVAL_SECONDS", 900, minimum=10),
+    },
+    "expire-multipart-uploads": {
+        "task": "uploads.tasks.expire_multipart_uploads",
+        "schedule": env_int("SERVICE_EXPIRE_MULTIPART_INTERVAL_SECONDS", 900, minimum=10),
     },
 }
 

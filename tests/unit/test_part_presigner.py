@@ -1,0 +1,94 @@
+"""The hand-written part presigner against botocore: the same URL, byte for byte.
+
+(That the store accepts these URLs is shown by every multipart test in tests/e2e, which
+PUT real bytes through them.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import botocore.auth
+import pytest
+
+from storage_service import objectstore
+
+SIGNED_AT = datetime(2026, 11, 22, 4, 5, 6, 789000, tzinfo=UTC)
+
+
+@pytest.fixture
+def frozen_botocore(monkeypatch: pytest.MonkeyPatch) -> None:
+    # botocore reads the time here when it signs; its timestamps are naive UTC.
+    monkeypatch.setattr(
+        botocore.auth,
+        "get_current_datetime",
+        lambda remove_tzinfo=True: SIGNED_AT.replace(tzinfo=None),
+    )
+
+
+@pytest.fixture
+def store_settings(settings) -> Iterator[object]:
+    yield settings
+    objectstore.reset_clients()
+
+
+def botocore_url(key: str, upload_id: str, number: int, length: int, expires_in: int) -> str:
+    return objectstore.presign_client().generate_presigned_url(
+        "upload_part",
+        Params={
+            "Bucket": objectstore.bucket(),
+            "Key": key,
+            "UploadId": upload_id,
+            "PartNumber": number,
+            "ContentLength": length,
+        },
+        ExpiresIn=expires_in,
+    )
+
+
+CASES = [
+    ("proj_01abc/obj_01def", "plain-upload-id", 1, 8 * 1024 * 1024, 900),
+    ("proj_01abc/obj_01def", "a/b+c=d e_~x", 10_000, 1, 60),
+    ("odd key/with spaces é+&=?#/x", "16966d37_6de42c7a", 537, 12345, 86400),
+]
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "style", "region"),
+    [
+        ("http://127.0.0.1:8333", "path", "us-east-1"),
+        ("https://s3.example.com", "path", "eu-west-3"),
+        ("https://s3.example.com:443", "virtual", "eu-west-3"),
+        ("http://store.internal:9000", "auto", "us-east-1"),
+        (None, "auto", "us-east-1"),  # AWS itself
+    ],
+)
+def test_part_urls_are_byte_identical_to_botocore(
+    frozen_botocore: None, store_settings, endpoint: str | None, style: str, region: str
+) -> None:
+    store_settings.AWS_S3_PUBLIC_ENDPOINT_URL = endpoint
+    store_settings.AWS_S3_ADDRESSING_STYLE = style
+    store_settings.AWS_S3_REGION_NAME = region
+    store_settings.AWS_ACCESS_KEY_ID = "AKIA/EXAMPLE+1"
+    store_settings.AWS_SECRET_ACCESS_KEY = "secret/with+odd=chars"
+    objectstore.reset_clients()
+    for key, upload_id, number, length, expires_in in CASES:
+        signer = objectstore.PartUrlSigner(
+            key=key, upload_id=upload_id, expires_in=expires_in, now=SIGNED_AT
+        )
+        assert signer.url(number, length) == botocore_url(
+            key, upload_id, number, length, expires_in
+        )
+
+
+def test_expiry_is_the_signed_second_plus_the_lifetime() -> None:
+    signer = objectstore.PartUrlSigner(key="k", upload_id="u", expires_in=900, now=SIGNED_AT)
+    assert signer.expires_at == datetime(2026, 11, 22, 4, 20, 6, tzinfo=UTC)
+
+
+def test_each_part_signs_its_own_number_and_length(frozen_botocore: None) -> None:
+    signer = objectstore.PartUrlSigner(key="k", upload_id="u", expires_in=900, now=SIGNED_AT)
+    urls = {signer.url(1, 10), signer.url(2, 10), signer.url(1, 11)}
+    assert len(urls) == 3
+    assert "X-Amz-SignedHeaders=content-length%3Bhost" in signer.url(1, 10)

@@ -1,0 +1,61 @@
+"""Racing transitions on one session: one outcome, never two."""
+
+from __future__ import annotations
+
+import pytest
+
+from files.models import File, FileVersion
+from tests.factories import Actor, make_actor
+from tests.files.test_concurrency import at_once
+from tests.helpers import error_code
+from tests.multipart import complete, put_all, start_multipart
+from uploads.models import UploadSession
+from webhooks.models import Event
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def actor(transactional_db: None) -> Actor:
+    return make_actor("racer")
+
+
+def test_two_completes_give_one_success_and_one_conflict(actor: Actor) -> None:
+    data = start_multipart(actor, 5)
+    parts = put_all(data["upload"], b"12345")
+    upload_id = data["upload"]["id"]
+
+    responses = at_once(
+        lambda: complete(actor, upload_id, parts), lambda: complete(actor, upload_id, parts)
+    )
+
+    assert sorted(r.status_code for r in responses) == [200, 409]
+    conflict = next(r for r in responses if r.status_code == 409)
+    assert error_code(conflict) == "UPLOAD_NOT_ACTIVE"
+    assert FileVersion.objects.filter(file_id=data["file"]["id"]).count() == 1
+    assert Event.objects.filter(type="upload.completed").count() == 1
+
+
+@pytest.mark.parametrize("repeat", range(3))
+def test_complete_racing_abort_leaves_one_consistent_outcome(actor: Actor, repeat: int) -> None:
+    data = start_multipart(actor, 5)
+    parts = put_all(data["upload"], b"12345")
+    upload_id = data["upload"]["id"]
+
+    done, aborted = at_once(
+        lambda: complete(actor, upload_id, parts),
+        lambda: actor.delete(f"/v1/uploads/multipart/{upload_id}"),
+    )
+
+    session = UploadSession.objects.get(id=upload_id)
+    file = File.objects.get(id=data["file"]["id"])
+    kinds = set(Event.objects.filter(type__startswith="upload.").values_list("type", flat=True))
+    if done.status_code == 200:  # complete won: the abort found it completed
+        assert aborted.status_code == 409 and error_code(aborted) == "UPLOAD_NOT_ACTIVE"
+        assert (session.status, file.status) == ("completed", "uploaded")
+        assert kinds == {"upload.initiated", "upload.completed"}
+    else:  # abort won: the complete found it aborted
+        assert aborted.status_code == 200
+        assert done.status_code == 409 and error_code(done) == "UPLOAD_NOT_ACTIVE"
+        assert (session.status, file.status) == ("aborted", "failed")
+        assert kinds == {"upload.initiated", "upload.aborted"}

@@ -1,0 +1,65 @@
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+
+from accounts.models import Project
+from files.models import File, StoredObject
+from storage_service.fields import public_id_field
+
+
+class UploadSessionQuerySet(models.QuerySet["UploadSession"]):
+    def for_project(self, project: Project) -> UploadSessionQuerySet:
+        return self.filter(project=project)
+
+
+class UploadSession(models.Model):
+    """A multipart upload: the client PUTs parts to the store, then completes or aborts.
+
+    It sits on the store's own multipart upload, whose id (``provider_upload_id``) is a
+    bearer of that upload and is never shown to clients: not in a response, nor an event.
+    """
+
+    class Status(models.TextChoices):
+        ACTIVE = "active"
+        ABORTED = "aborted"
+        COMPLETED = "completed"
+
+    class AbortReason(models.TextChoices):
+        CLIENT = "client"  # DELETE /v1/uploads/multipart/<id>
+        EXPIRED = "expired"  # the expiry sweep
+        REFUSED = "refused"  # the assembled object failed verification
+        LOST = "lost"  # the store no longer had the upload
+
+    id = public_id_field("upload")
+    # Lookups are by id (the primary key) and then checked against the project.
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="+", db_index=False)
+    file = models.ForeignKey(File, on_delete=models.PROTECT, related_name="+")
+    # Never looked up by object; the object is reached from the session.
+    stored_object = models.ForeignKey(
+        StoredObject, on_delete=models.PROTECT, related_name="+", db_index=False
+    )
+    provider_upload_id = models.CharField(max_length=1024)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
+    size = models.BigIntegerField()
+    part_size = models.BigIntegerField()
+    part_count = models.PositiveIntegerField()
+    expires_at = models.DateTimeField()
+    abort_reason = models.CharField(max_length=10, choices=AbortReason.choices, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    aborted_at = models.DateTimeField(null=True, blank=True)
+
+    objects = UploadSessionQuerySet.as_manager()
+
+    class Meta:
+        indexes = [
+            # The expiry sweep: active sessions, oldest expiry first.
+            models.Index(
+                fields=["expires_at"], name="upload_active_expiry", condition=Q(status="active")
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.id

@@ -1,0 +1,39 @@
+"""Reading upload sessions, always from the project of the API key."""
+
+from __future__ import annotations
+
+from accounts.models import Project
+from storage_service.errors import UploadNotFound
+from storage_service.ids import looks_like_id
+from uploads.models import UploadSession
+
+
+def upload_get(*, project: Project, upload_id: str) -> UploadSession:
+    """A session of the project; unknown and foreign ids are the same 404."""
+    if not looks_like_id(upload_id, "upload"):
+        raise UploadNotFound("No such upload.")
+    session = (
+        UploadSession.objects.for_project(project)
+        .select_related("stored_object")
+        .filter(id=upload_id)
+        .first()
+    )
+    if session is None:
+        raise UploadNotFound("No such upload.")
+    return session
+
+
+def upload_lock(*, project: Project, upload_id: str) -> UploadSession:
+    """The session row locked for this transaction (the caller is inside one); 404 as above.
+
+    No join in the locking statement: when it waits for another transaction, PostgreSQL
+    re-reads the locked row but not the joined ones. The object is read after the lock.
+    """
+    if not looks_like_id(upload_id, "upload"):
+        raise UploadNotFound("No such upload.")
+    session = (
+        UploadSession.objects.for_project(project).select_for_update().filter(id=upload_id).first()
+    )
+    if session is None:
+        raise UploadNotFound("No such upload.")
+    return session

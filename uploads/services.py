@@ -1,0 +1,451 @@
+"""Every state change of a multipart upload session, each in one transaction.
+
+Lock order: the session row, then the file row. Every transition here takes them in that
+order, and file transitions never lock a session, so no two transitions can deadlock.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from accounts.models import Project
+from files.events import record_file_event
+from files.models import File, StoredObject
+from files.services.common import discard, publish, verify
+from storage_service import objectstore
+from storage_service.errors import (
+    ApiError,
+    FileNotPending,
+    FileTooLarge,
+    StorageUnavailable,
+    UploadNotActive,
+    UploadPartsIncomplete,
+    UploadSizeMismatch,
+    ValidationError,
+)
+from storage_service.ids import new_id
+from storage_service.timefmt import iso
+from uploads.models import UploadSession
+from uploads.selectors import upload_get, upload_lock
+from uploads.sizing import PartPlan, plan_parts
+from webhooks.models import Event
+from webhooks.services import event_record
+
+logger = logging.getLogger(__name__)
+
+Status = UploadSession.Status
+Reason = UploadSession.AbortReason
+
+
+@dataclass(frozen=True)
+class PresignedParts:
+    """Part URLs signed at one instant, so they share one expiry."""
+
+    urls: list[tuple[int, str]]  # (part number, presigned PUT URL)
+    expires_at: datetime
+
+
+@dataclass(frozen=True)
+class StartedMultipart:
+    file: File
+    session: UploadSession
+    parts: PresignedParts
+
+
+def plan_of(session: UploadSession) -> PartPlan:
+    return PartPlan(size=session.size, part_size=session.part_size, part_count=session.part_count)
+
+
+def _upload_event(type: Event.Type, session: UploadSession, file: File, **extra: Any) -> None:
+    event_record(
+        project=file.project,
+        type=type,
+        data={
+            "uploadId": session.id,
+            "fileId": file.id,
+            "filename": file.filename,
+            "path": file.path,
+            "contentType": file.content_type,
+            "size": session.size,
+            "partSize": session.part_size,
+            "partCount": session.part_count,
+            "expiresAt": iso(session.expires_at),
+            **extra,
+        },
+    )
+
+
+def _presign(session: UploadSession, numbers: list[int]) -> PresignedParts:
+    """Presign the PUT of each part: pure CPU, a few microseconds per part.
+
+    URLs live SERVICE_UPLOAD_URL_TTL_SECONDS, never past the session's own expiry; a client
+    that needs longer asks for fresh ones.
+    """
+    remaining = int((session.expires_at - timezone.now()).total_seconds())
+    ttl = max(1, min(settings.SERVICE_UPLOAD_URL_TTL_SECONDS, remaining))
+    signer = objectstore.PartUrlSigner(
+        key=session.stored_object.storage_key,
+        upload_id=session.provider_upload_id,
+        expires_in=ttl,
+    )
+    plan = plan_of(session)
+    url = signer.url
+    return PresignedParts(
+        urls=[(n, url(n, plan.part_length(n))) for n in numbers], expires_at=signer.expires_at
+    )
+
+
+def _check_open(session: UploadSession) -> None:
+    if session.status != Status.ACTIVE:
+        raise UploadNotActive(f"The upload is {session.status}.")
+    if session.expires_at <= timezone.now():
+        raise UploadNotActive("The upload has expired; start a new one.")
+
+
+# --- Initiate --------------------------------------------------------------------------------
+
+
+def upload_start(
+    *,
+    project: Project,
+    filename: str,
+    content_type: str,
+    size: int,
+    path: str | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> StartedMultipart:
+    """Create a pending file and an active session with a presigned URL for every part.
+
+    1. Refuse sizes above SERVICE_MAX_MULTIPART_UPLOAD_BYTES (413); choose the part size.
+    2. Start the store's multipart upload (a network call, so outside the transaction).
+    3. One transaction: the stored object, the pending file, the session; ``file.created``
+       and ``upload.initiated``. Should it fail, the store's upload is aborted so no parts
+       can be left behind at the store.
+    4. Presign every part (pure CPU, after the commit).
+    """
+    limit = settings.SERVICE_MAX_MULTIPART_UPLOAD_BYTES
+    if size > limit:
+        raise FileTooLarge(
+            f"A multipart upload is at most {limit} bytes.", details={"maxSize": limit}
+        )
+    plan = plan_parts(size)
+    # Random, never derived from the filename or path (the scheme files.services uses).
+    storage_key = f"{project.id}/{new_id('obj')}"
+    provider_upload_id = objectstore.multipart_start(key=storage_key, content_type=content_type)
+    try:
+        with transaction.atomic():
+            # No upload_expires_at: the single-upload expiry sweep must leave this object
+            # alone; the session's own expiry governs it.
+            stored = StoredObject.objects.create(
+                project=project,
+                storage_key=storage_key,
+                declared_type=content_type,
+                declared_size=size,
+                upload_expires_at=None,
+            )
+            file = File.objects.create(
+                project=project,
+                filename=filename,
+                path=path,
+                content_type=content_type,
+                size=size,
+                metadata=metadata,
+                current_object=stored,
+            )
+            session = UploadSession.objects.create(
+                project=project,
+                file=file,
+                stored_object=stored,
+                provider_upload_id=provider_upload_id,
+                size=size,
+                part_size=plan.part_size,
+                part_count=plan.part_count,
+                expires_at=timezone.now()
+                + timedelta(hours=settings.SERVICE_MULTIPART_UPLOAD_EXPIRY_HOURS),
+            )
+            record_file_event(Event.Type.FILE_CREATED, file)
+            _upload_event(Event.Type.UPLOAD_INITIATED, session, file)
+    except BaseException:
+        try:
+            objectstore.multipart_abort(key=storage_key, upload_id=provider_upload_id)
+        except StorageUnavailable:
+            logger.warning("could not abort the store upload of failed session start")
+        raise
+    parts = _presign(session, list(range(1, plan.part_count + 1)))
+    return StartedMultipart(file=file, session=session, parts=parts)
+
+
+# --- Fresh URLs and the parts held ---------------------------------------------------------
+
+
+def upload_sign_parts(
+    *, project: Project, upload_id: str, part_numbers: list[int]
+) -> PresignedParts:
+    """Fresh presigned URLs for the given parts of an active session."""
+    session = upload_get(project=project, upload_id=upload_id)
+    _check_open(session)
+    beyond = sorted(n for n in part_numbers if n > session.part_count)
+    if beyond:
+        raise ValidationError(
+            f"This upload has parts 1 to {session.part_count}.",
+            details={"partNumbers": [f"No part {n}." for n in beyond[:20]]},
+        )
+    return _presign(session, part_numbers)
+
+
+def _by_number(held: list[objectstore.HeldPart]) -> dict[int, list[objectstore.HeldPart]]:
+    versions: dict[int, list[objectstore.HeldPart]] = {}
+    for part in held:
+        versions.setdefault(part.number, []).append(part)
+    return versions
+
+
+def _best_version(versions: list[objectstore.HeldPart], length: int) -> objectstore.HeldPart:
+    """The version of a part to show when the store holds several (SeaweedFS keeps every
+    upload of a part number): one of the right length if any, else the latest."""
+
+    def rank(part: objectstore.HeldPart) -> tuple[bool, float]:
+        modified = part.last_modified.timestamp() if part.last_modified else 0.0
+        return (part.size == length, modified)
+
+    return max(versions, key=rank)
+
+
+def upload_parts_held(*, project: Project, upload_id: str) -> list[objectstore.HeldPart]:
+    """The parts the store holds for an active session, every page of them, one per part
+    number, in part order."""
+    session = upload_get(project=project, upload_id=upload_id)
+    _check_open(session)
+    held = objectstore.multipart_parts(
+        key=session.stored_object.storage_key, upload_id=session.provider_upload_id
+    )
+    if held is None:
+        raise UploadNotActive("The store no longer holds this upload; start a new one.")
+    plan = plan_of(session)
+    return [
+        _best_version(versions, plan.part_length(number))
+        for number, versions in sorted(_by_number(held).items())
+    ]
+
+
+# --- Complete --------------------------------------------------------------------------------
+
+
+def _check_listed(session: UploadSession, parts: list[tuple[int, str]]) -> None:
+    """The client's list must be exactly parts 1..N (409 UPLOAD_PARTS_INCOMPLETE)."""
+    numbers = {n for n, _ in parts}
+    expected = set(range(1, session.part_count + 1))
+    if numbers != expected:
+        missing = sorted(expected - numbers)
+        unexpected = sorted(numbers - expected)
+        details: dict[str, Any] = {"expectedParts": session.part_count, "givenParts": len(parts)}
+        if missing:
+            details["missingParts"] = missing[:100]
+        if unexpected:
+            details["unexpectedParts"] = unexpected[:100]
+        raise UploadPartsIncomplete(
+            f"Complete needs every part from 1 to {session.part_count}, each once.",
+            details=details,
+        )
+
+
+def _check_held(
+    session: UploadSession, parts: list[tuple[int, str]], held: list[objectstore.HeldPart]
+) -> None:
+    """Every listed part is held with the client's etag and its exact length.
+
+    Checked before assembling: the store would assemble parts of any length, and once it has
+    the session's parts are gone. Refused here, the client can still PUT a part again.
+    """
+    versions = _by_number(held)
+    not_held = [n for n, _ in parts if n not in versions]
+    if not_held:
+        raise UploadPartsIncomplete(
+            "The store does not hold every part yet: PUT the missing parts, then complete.",
+            details={"missingParts": not_held[:100]},
+        )
+    # The version the store will assemble is the one with the client's etag.
+    by_number = {
+        n: next((part for part in versions[n] if part.etag == etag), None) for n, etag in parts
+    }
+    other_etag = [n for n, part in by_number.items() if part is None]
+    if other_etag:
+        raise UploadPartsIncomplete(
+            "Some etags are not those of the parts the store holds (a part was uploaded again?).",
+            details={"etagMismatch": other_etag[:100]},
+        )
+    sizes = {n: part.size for n, part in by_number.items() if part is not None}
+    plan = plan_of(session)
+    wrong = [
+        {"partNumber": n, "expectedSize": plan.part_length(n), "actualSize": sizes[n]}
+        for n, _ in parts
+        if sizes[n] != plan.part_length(n)
+    ]
+    if wrong:
+        actual = sum(sizes.values())
+        raise UploadSizeMismatch(
+            f"The parts hold {actual} bytes in the wrong lengths; {session.size} were declared"
+            f" in parts of {session.part_size}. PUT those parts again, then complete.",
+            details={"declaredSize": session.size, "actualSize": actual, "parts": wrong[:100]},
+        )
+
+
+def _end(session: UploadSession, file: File, reason: str) -> None:
+    """Mark the session aborted and its file failed; the object goes to the purge.
+
+    Only a file still pending on this session's object fails. A file deleted while pending
+    stays deleted but would be restored as failed (its bytes can never come now); the purge
+    of that file removes the object.
+    """
+    now = timezone.now()
+    session.status = Status.ABORTED
+    session.abort_reason = reason
+    session.aborted_at = now
+    session.save(update_fields=["status", "abort_reason", "aborted_at", "updated_at"])
+    if file.current_object_id == session.stored_object_id:
+        if file.status == File.Status.PENDING:
+            file.status = File.Status.FAILED
+            file.save(update_fields=["status", "updated_at"])
+            discard(session.stored_object)
+        elif (
+            file.status == File.Status.DELETED and file.status_before_delete == File.Status.PENDING
+        ):
+            file.status_before_delete = File.Status.FAILED
+            file.save(update_fields=["status_before_delete", "updated_at"])
+    _upload_event(Event.Type.UPLOAD_ABORTED, session, file, reason=reason)
+
+
+def _lock_file(session: UploadSession, project: Project) -> File:
+    file = File.objects.select_for_update().get(id=session.file_id)
+    file.project = project
+    return file
+
+
+def upload_complete(*, project: Project, upload_id: str, parts: list[tuple[int, str]]) -> File:
+    """Assemble the parts and publish the file.
+
+    1. Lock the session, then its file. Only an active, unexpired session completes (409
+       UPLOAD_NOT_ACTIVE); a concurrent complete or abort waits here and then sees the
+       outcome of the first.
+    2. The list must be parts 1..N (409 UPLOAD_PARTS_INCOMPLETE).
+    3. The store must hold each with that etag and its exact length (409
+       UPLOAD_PARTS_INCOMPLETE / UPLOAD_SIZE_MISMATCH); nothing changes, so the client can
+       PUT a part again and retry.
+    4. Assemble at the store, then verify the object (real size, type, checksum). If the store
+       no longer has the upload but has the object, a previous complete assembled it and then
+       failed before committing: verify and publish that object.
+    5. Verified: publish version 1, session completed; ``upload.completed`` and
+       ``file.uploaded``. Refused: session aborted, file failed, and the answer says why.
+    """
+    refusal: ApiError | None = None
+    with transaction.atomic():
+        session = upload_lock(project=project, upload_id=upload_id)
+        _check_open(session)
+        file = _lock_file(session, project)
+        if file.status != File.Status.PENDING:
+            raise FileNotPending(f"The upload's file is {file.status}; restore it first.")
+        _check_listed(session, parts)
+        stored = session.stored_object
+        key, provider_id = stored.storage_key, session.provider_upload_id
+        held = objectstore.multipart_parts(key=key, upload_id=provider_id)
+        assembled = False
+        if held is not None:
+            _check_held(session, parts, held)
+            try:
+                assembled = objectstore.multipart_complete(
+                    key=key, upload_id=provider_id, parts=sorted(parts)
+                )
+            except objectstore.MultipartRefused as exc:
+                raise UploadPartsIncomplete(
+                    "The store refused the parts (one was replaced meanwhile?); list them again.",
+                    details={"storeCode": exc.code},
+                ) from exc
+        if not assembled and objectstore.head(key) is None:
+            _end(session, file, Reason.LOST)
+            refusal = UploadNotActive("The store no longer holds this upload; start a new one.")
+        else:
+            verified = verify(stored)
+            if isinstance(verified, ApiError):
+                _end(session, file, Reason.REFUSED)
+                refusal = verified
+            else:
+                publish(file, stored, verified, version=1)
+                session.status = Status.COMPLETED
+                session.completed_at = timezone.now()
+                session.save(update_fields=["status", "completed_at", "updated_at"])
+                _upload_event(Event.Type.UPLOAD_COMPLETED, session, file, checksum=file.checksum)
+                record_file_event(Event.Type.FILE_UPLOADED, file, checksum=file.checksum)
+    if refusal is not None:
+        raise refusal  # after the commit, so the aborted session and failed file are kept
+    return file
+
+
+# --- Abort and expiry ------------------------------------------------------------------------
+
+
+def _abort(session: UploadSession, project: Project, reason: str) -> None:
+    """Release the parts at the store, then end the session (the caller holds its lock).
+
+    Store first: if it fails nothing changes (503, retry); an abort the store already did is
+    a success, so a retry after a failed commit is safe.
+    """
+    objectstore.multipart_abort(
+        key=session.stored_object.storage_key, upload_id=session.provider_upload_id
+    )
+    _end(session, _lock_file(session, project), reason)
+
+
+def upload_abort(*, project: Project, upload_id: str) -> UploadSession:
+    """Abort an active session; aborting an aborted one succeeds and changes nothing."""
+    with transaction.atomic():
+        session = upload_lock(project=project, upload_id=upload_id)
+        if session.status == Status.ABORTED:
+            return session
+        if session.status == Status.COMPLETED:
+            raise UploadNotActive("The upload is completed; delete the file instead.")
+        _abort(session, project, Reason.CLIENT)
+        return session
+
+
+def uploads_expire(*, now: datetime | None = None, batch: int = 100) -> int:
+    """The expiry sweep: abort active sessions past their expiry. Returns how many.
+
+    Safe to run twice and from several workers: each session is claimed in its own
+    transaction with ``SKIP LOCKED`` and re-checked; one the store cannot abort now is left
+    for the next run.
+    """
+    cutoff = now or timezone.now()
+    due = UploadSession.objects.filter(status=Status.ACTIVE, expires_at__lt=cutoff)
+    expired = 0
+    failed: set[str] = set()
+    while True:
+        ids = list(
+            due.exclude(id__in=failed).order_by("expires_at").values_list("id", flat=True)[:batch]
+        )
+        before = (expired, len(failed))
+        for session_id in ids:
+            try:
+                with transaction.atomic():
+                    session = (
+                        due.select_for_update(skip_locked=True, of=("self",))
+                        .select_related("project", "stored_object")
+                        .filter(id=session_id)
+                        .first()
+                    )
+                    if session is None:
+                        continue
+                    _abort(session, session.project, Reason.EXPIRED)
+                    expired += 1
+            except StorageUnavailable:
+                logger.warning("expiry sweep: the store could not abort %s; next run", session_id)
+                failed.add(session_id)
+        # Done, or every due session is held by another sweep: leave those to it.
+        if len(ids) < batch or (expired, len(failed)) == before:
+            return expired
