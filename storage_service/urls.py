@@ -10,8 +10,10 @@ from django.urls import path, re_path
 from accounts.views import MeView
 from files.views import FileViewSet, FolderViewSet
 from storage_service.errors import handler404 as handler404_view
+from variants.views import VariantViewSet
 
 files = FileViewSet.as_view
+variants = VariantViewSet.as_view
 F = "v1/files/<str:file_id>"
 
 urlpatterns = [
@@ -26,6 +28,9 @@ urlpatterns = [
     path(f"{F}/replace/complete", files({"post": "replace_complete"})),
     path(f"{F}/restore", files({"post": "restore"})),
     path("v1/folders", FolderViewSet.as_view({"get": "list"})),
+    path(f"{F}/transform", variants({"post": "transform"})),
+    path(f"{F}/variants", variants({"get": "list"})),
+    path(f"{F}/variants/<str:variant_id>/download-url", variants({"post": "download_url"})),
     path("admin/", admin.site.urls),
 ]
 
