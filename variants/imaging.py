@@ -6,8 +6,13 @@ Steps (each chosen for speed and memory, see bench/variants.py):
    decoded (a decompression bomb never reaches ``load()``).
 2. Read the EXIF orientation from the header; the target box is swapped for rotated images,
    and the small result is transposed at the end (cheaper than transposing the original).
-3. JPEG: ask libjpeg to decode at 1/2, 1/4 or 1/8 scale (DCT scaling, ``draft``), keeping at
-   least twice the target size so the final resample still has pixels to work with.
+3. JPEG: ask libjpeg to decode at 1/2, 1/4 or 1/8 scale (DCT scaling, ``draft``): the
+   largest reduction that still leaves at least the target size. The DCT reduction is an
+   8x8-block average, a proper antialiasing filter, so going all the way costs no visible
+   quality (48 dB PSNR against a full decode + LANCZOS for a 12 MP photo to 256 px; stopping
+   at 1/4 gives 54 dB for 35% more time). PNG (8-bit RGB/RGBA): decoded by libspng
+   (variants/spng.py), about 40% faster than Pillow's decoder, straight into Pillow's 4-byte
+   pixel layout so the pixels are not copied; other PNGs, and any libspng refusal, use Pillow.
 4. Resize with ``reducing_gap``: an integer box reduction first, then LANCZOS over the last
    factor of at most 2. For ``cover`` the crop is a ``box`` of the resize, so pixels that would
    be cut off are never resampled.
@@ -25,6 +30,8 @@ from typing import IO, Any
 
 from PIL import Image, UnidentifiedImageError
 
+from variants import spng
+
 # Real types (sniffed from the stored bytes) a variant can be made from.
 ELIGIBLE_TYPES = frozenset(
     {"image/jpeg", "image/png", "image/webp", "image/avif", "image/gif", "image/tiff"}
@@ -38,9 +45,10 @@ FORMATS: dict[str, tuple[str, str, str]] = {
     "avif": ("AVIF", "image/avif", "avif"),
 }
 MAX_DIMENSION = 4096
-# How much larger than the target a reduced decode must stay, and where resize switches from
-# box reduction to the resampling filter (Pillow's Image.thumbnail uses the same 2.0).
+# Where resize switches from box reduction to the resampling filter (as Image.thumbnail).
 REDUCING_GAP = 2.0
+# How much larger than the target a JPEG's reduced (DCT-scaled) decode must stay.
+DRAFT_GAP = 1.0
 
 # EXIF orientation -> the transpose that makes the pixels upright (as ImageOps.exif_transpose).
 _ORIENTATION = {
@@ -134,13 +142,15 @@ def _side(value: float) -> int:
 
 def render(source: bytes | IO[bytes], params: Params, *, max_pixels: int) -> Rendered:
     """The variant of ``source``; raises ImageRejected for anything that is not a usable image."""
-    stream = io.BytesIO(source) if isinstance(source, bytes | bytearray) else source
+    if not isinstance(source, bytes | bytearray):
+        source = source.read()  # both decoders want the bytes; the original is read once
+    stream = io.BytesIO(source)
     try:
         with warnings.catch_warnings():
             # Our own cap below replaces Pillow's warning; its hard error is still caught.
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
             with Image.open(stream) as image:
-                return _render(image, params, max_pixels)
+                return _render(image, bytes(source), params, max_pixels)
     except ImageRejected:
         raise
     except Image.DecompressionBombError as exc:
@@ -149,12 +159,12 @@ def render(source: bytes | IO[bytes], params: Params, *, max_pixels: int) -> Ren
         raise ImageRejected(
             "The image is corrupt or in a format this service cannot read."
         ) from exc
-    except (OSError, SyntaxError, ValueError, EOFError, IndexError, TypeError) as exc:
+    except (OSError, SyntaxError, ValueError, EOFError, IndexError, TypeError, RuntimeError) as exc:
         # Truncated or corrupt data surfaces from the decoders as any of these.
         raise ImageRejected(f"The image is corrupt or truncated: {exc}") from exc
 
 
-def _render(image: Image.Image, params: Params, max_pixels: int) -> Rendered:
+def _render(image: Image.Image, data: bytes, params: Params, max_pixels: int) -> Rendered:
     sw, sh = image.size
     if sw * sh > max_pixels:
         raise ImageRejected(
@@ -181,19 +191,31 @@ def _render(image: Image.Image, params: Params, max_pixels: int) -> Rendered:
     if image.format in {"JPEG", "MPO"}:
         crop_w = (crop[2] - crop[0]) if crop else sw
         crop_h = (crop[3] - crop[1]) if crop else sh
-        # The whole image must still be at least REDUCING_GAP x the scaled crop after DCT scaling.
+        # The whole image must still be at least DRAFT_GAP x the scaled crop after DCT scaling.
         need = (
-            max(1, int(scaled[0] * REDUCING_GAP * sw / crop_w)),
-            max(1, int(scaled[1] * REDUCING_GAP * sh / crop_h)),
+            max(1, int(scaled[0] * DRAFT_GAP * sw / crop_w)),
+            max(1, int(scaled[1] * DRAFT_GAP * sh / crop_h)),
         )
         mode = "L" if image.mode == "L" else "RGB"
         image.draft(mode, need)
-        factor = sw / image.size[0]
-        if crop is not None and factor != 1:
-            crop = tuple(v / factor for v in crop)  # type: ignore[assignment]
-    image.load()
-    work = _working_mode(image)
+        scale = sw / image.size[0]
+        if crop is not None and scale != 1:
+            crop = (crop[0] / scale, crop[1] / scale, crop[2] / scale, crop[3] / scale)
+    work: Image.Image | None = None
+    if image.format == "PNG":
+        work, reduced_by = _decode_png(image, data, scaled, crop)
+        if work is not None and reduced_by != (1, 1):
+            # Already box-reduced while decoding, as resize's reducing_gap would have done;
+            # the box follows the pixels (Image.resize does the same after its own reduce).
+            full = crop or (0.0, 0.0, float(sw), float(sh))
+            fx, fy = reduced_by
+            crop = (full[0] / fx, full[1] / fy, full[2] / fx, full[3] / fy)
+    if work is None:
+        image.load()
+        work = _working_mode(image)
     out = work.resize(scaled, Image.Resampling.LANCZOS, box=crop, reducing_gap=REDUCING_GAP)
+    if out.mode == "RGBX":
+        out = out.convert("RGB")
     if orientation in _ORIENTATION:
         out = out.transpose(_ORIENTATION[orientation])
     if steps.canvas != out.size:
@@ -201,7 +223,37 @@ def _render(image: Image.Image, params: Params, max_pixels: int) -> Rendered:
     return _encode(out, params, icc=image.info.get("icc_profile"))
 
 
+def _decode_png(
+    image: Image.Image,
+    data: bytes,
+    scaled: tuple[int, int],
+    crop: tuple[float, float, float, float] | None,
+) -> tuple[Image.Image | None, tuple[int, int]]:
+    """An 8-bit RGB or RGBA PNG decoded by libspng, and the box reduction already applied to
+    it; (None, ...) leaves the PNG to Pillow (other modes, a transparency chunk, or libspng
+    refusing it). An opaque, non-interlaced PNG that shrinks by 2 or more is reduced strip by
+    strip while it decodes (by the factor resize's reducing_gap would use)."""
+    if image.mode not in {"RGB", "RGBA"} or "transparency" in image.info:
+        return None, (1, 1)
+    opaque = image.mode == "RGB"
+    box_w = (crop[2] - crop[0]) if crop else image.size[0]
+    box_h = (crop[3] - crop[1]) if crop else image.size[1]
+    factor = (
+        int(box_w / scaled[0] / REDUCING_GAP) or 1,
+        int(box_h / scaled[1] / REDUCING_GAP) or 1,
+    )
+    if opaque and factor != (1, 1) and not image.info.get("interlace"):
+        reduced = spng.decode_reduced(data, image.size, factor)
+        if reduced is not None:
+            return reduced, factor
+    return spng.decode_rgba(data, image.size, opaque=opaque), (1, 1)
+
+
 def _orientation(image: Image.Image) -> int:
+    if image.format == "PNG" and "exif" not in image.info:
+        # Pillow's PNG getexif() decodes the whole image to look for an eXIf chunk after the
+        # pixels; the spec puts it before them, where open() has already read it.
+        return 1
     try:
         value = image.getexif().get(0x0112)
     except Exception:  # a broken EXIF block is no reason to refuse the pixels

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from unittest import mock
+
 import pytest
-from PIL import Image, features
+from PIL import Image, ImageChops, features
 
 from tests.variants.images import (
     BLUE,
@@ -22,6 +24,7 @@ from tests.variants.images import (
     stripes,
     truncated_jpeg,
 )
+from variants import spng
 from variants.imaging import ImageRejected, Params, render
 
 CAP = 100_000_000
@@ -213,3 +216,26 @@ def test_corrupt_truncated_and_foreign_bytes_are_refused(source: bytes) -> None:
 )
 def test_labels(params: Params, label: str) -> None:
     assert params.label == label
+
+
+@pytest.mark.parametrize("fit", ["cover", "contain", "fill", "inside", "outside"])
+def test_png_decoded_by_libspng_matches_pillow(fit: str) -> None:
+    # Odd sizes, so the strip-wise reduction's last partial blocks are exercised.
+    source = encode(stripes((1001, 777)).effect_spread(3), "PNG")
+    params = Params(120, 90, fit, "png")
+    fast = decoded(render(source, params, max_pixels=CAP).data).convert("RGB")
+    assert spng.available()
+    with mock.patch.object(spng, "_library", return_value=None):  # Pillow decodes instead
+        slow = decoded(render(source, params, max_pixels=CAP).data).convert("RGB")
+    assert fast.size == slow.size
+    worst = max(high for _, high in ImageChops.difference(fast, slow).getextrema())  # type: ignore[misc]
+    assert worst <= 2  # the same pixels, up to rounding
+
+
+def test_an_interlaced_or_transparent_png_is_right_too() -> None:
+    image = stripes((400, 200)).convert("RGBA")
+    image.putpixel((0, 0), (0, 0, 0, 0))
+    for source in (encode(image, "PNG"), encode(stripes((400, 200)), "PNG", interlace=1)):
+        out = decoded(render(source, Params(100, 50, "fill", "png"), max_pixels=CAP).data)
+        assert out.size == (100, 50)
+        assert close(out.convert("RGB").getpixel((50, 25)), GREEN)
