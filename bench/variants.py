@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import resource
 import statistics
@@ -149,6 +150,24 @@ def rate_worker(path: str) -> None:
     print(json.dumps({name: statistics.median(t) * 1000 for name, t in times.items()}))
 
 
+def quality_worker(path: str) -> None:
+    """PSNR of each pipeline's thumbnail (decoded) against a reference: the full-size decode
+    resized with LANCZOS by Pillow, not encoded. All three pay the same WebP q80 loss; the
+    differences are the shortcuts each takes (DCT scaling, box reduction)."""
+    from PIL import Image, ImageChops, ImageStat
+
+    data = Path(path).read_bytes()
+    original = Image.open(io.BytesIO(data)).convert("RGB")
+    results = {}
+    for name in PIPELINES:
+        thumb = Image.open(io.BytesIO(make_pipeline(name)(data))).convert("RGB")
+        reference = original.resize(thumb.size, Image.Resampling.LANCZOS)
+        squared = ImageChops.difference(thumb, reference).point(lambda v: v * v)
+        mse = sum(ImageStat.Stat(squared).mean) / 3
+        results[name] = 10 * math.log10(255**2 / mse) if mse else 99.0
+    print(json.dumps(results))
+
+
 def child(*args: str) -> Any:
     env = {**os.environ, "VIPS_CONCURRENCY": "1", "OMP_NUM_THREADS": "1"}
     done = subprocess.run(
@@ -165,13 +184,17 @@ def main() -> None:
     subprocess.run([sys.executable, __file__, "--inputs"], check=True)
     print("variants: 256-px-box WebP q80 thumbnails, one core, one thread")
     print(
+        f"load average at start: {os.getloadavg()[0]:.2f} (this machine has {os.cpu_count()} CPUs)"
+    )
+    print(
         f"{'image':<16} {'pipeline':<8} {'thumbs/s':>9} {'ms each':>8} {'peak MB':>8}"
-        f" {'start MB':>9} {'out KB':>7}"
+        f" {'start MB':>9} {'out KB':>7} {'PSNR dB':>8}"
     )
     for label, filename in IMAGES.items():
         path = str(DATA / filename)
         log(f"{label}: rates")
         ms = child("--rates", path)
+        psnr = child("--quality", path)
         memory = {}
         for name in PIPELINES:
             log(f"{label}: memory of {name}")
@@ -180,6 +203,7 @@ def main() -> None:
             print(
                 f"{label:<16} {name:<8} {1000 / ms[name]:>9.1f} {ms[name]:>8.1f}"
                 f" {m['peak_mb']:>8.1f} {m['start_mb']:>9.1f} {m['out_kb']:>7.1f}"
+                f" {psnr[name]:>8.1f}"
             )
         print(
             f"{label:<16} service: {ms['naive'] / ms['service']:.1f}x the naive rate,"
@@ -187,6 +211,11 @@ def main() -> None:
             f" peak {memory['service']['peak_mb']:.0f} MB vs pyvips"
             f" {memory['pyvips']['peak_mb']:.0f} MB"
         )
+    print(f"load average at end: {os.getloadavg()[0]:.2f}")
+    print(
+        "goals: JPEG >= 5x naive; both images >= the pyvips rate with less peak memory."
+        " PSNR: against a full decode + LANCZOS (higher is closer)."
+    )
 
 
 if __name__ == "__main__":
@@ -194,6 +223,8 @@ if __name__ == "__main__":
         memory_worker(sys.argv[2], sys.argv[3])
     elif len(sys.argv) == 3 and sys.argv[1] == "--rates":
         rate_worker(sys.argv[2])
+    elif len(sys.argv) == 3 and sys.argv[1] == "--quality":
+        quality_worker(sys.argv[2])
     elif sys.argv[1:] == ["--inputs"]:
         ensure_inputs()
     else:

@@ -142,15 +142,15 @@ def _side(value: float) -> int:
 
 def render(source: bytes | IO[bytes], params: Params, *, max_pixels: int) -> Rendered:
     """The variant of ``source``; raises ImageRejected for anything that is not a usable image."""
-    if not isinstance(source, bytes | bytearray):
-        source = source.read()  # both decoders want the bytes; the original is read once
-    stream = io.BytesIO(source)
+    # A stream (the worker's spooled copy of the original) is parsed in place: only its header
+    # is read before the pixel cap is checked.
+    stream = io.BytesIO(source) if isinstance(source, bytes | bytearray) else source
     try:
         with warnings.catch_warnings():
             # Our own cap below replaces Pillow's warning; its hard error is still caught.
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
             with Image.open(stream) as image:
-                return _render(image, bytes(source), params, max_pixels)
+                return _render(image, stream, params, max_pixels)
     except ImageRejected:
         raise
     except Image.DecompressionBombError as exc:
@@ -164,7 +164,7 @@ def render(source: bytes | IO[bytes], params: Params, *, max_pixels: int) -> Ren
         raise ImageRejected(f"The image is corrupt or truncated: {exc}") from exc
 
 
-def _render(image: Image.Image, data: bytes, params: Params, max_pixels: int) -> Rendered:
+def _render(image: Image.Image, stream: IO[bytes], params: Params, max_pixels: int) -> Rendered:
     sw, sh = image.size
     if sw * sh > max_pixels:
         raise ImageRejected(
@@ -203,7 +203,7 @@ def _render(image: Image.Image, data: bytes, params: Params, max_pixels: int) ->
             crop = (crop[0] / scale, crop[1] / scale, crop[2] / scale, crop[3] / scale)
     work: Image.Image | None = None
     if image.format == "PNG":
-        work, reduced_by = _decode_png(image, data, scaled, crop)
+        work, reduced_by = _decode_png(image, _all_bytes(stream), scaled, crop)
         if work is not None and reduced_by != (1, 1):
             # Already box-reduced while decoding, as resize's reducing_gap would have done;
             # the box follows the pixels (Image.resize does the same after its own reduce).
@@ -221,6 +221,14 @@ def _render(image: Image.Image, data: bytes, params: Params, max_pixels: int) ->
     if steps.canvas != out.size:
         out = _pad(out, steps.canvas, params.format)
     return _encode(out, params, icc=image.info.get("icc_profile"))
+
+
+def _all_bytes(stream: IO[bytes]) -> bytes:
+    """The whole source, for libspng (Pillow repositions the stream itself when it decodes)."""
+    if isinstance(stream, io.BytesIO):
+        return stream.getvalue()  # no copy of bytes the BytesIO was made from
+    stream.seek(0)
+    return stream.read()
 
 
 def _decode_png(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from unittest import mock
 
 import pytest
@@ -239,3 +240,15 @@ def test_an_interlaced_or_transparent_png_is_right_too() -> None:
         out = decoded(render(source, Params(100, 50, "fill", "png"), max_pixels=CAP).data)
         assert out.size == (100, 50)
         assert close(out.convert("RGB").getpixel((50, 25)), GREEN)
+
+
+@pytest.mark.parametrize("fmt", ["PNG", "JPEG"])
+def test_a_stream_is_rendered_like_bytes(fmt: str) -> None:
+    # The worker hands render() its spooled copy of the original, not bytes.
+    source = encode(stripes((600, 300)), fmt)
+    with tempfile.SpooledTemporaryFile(max_size=1024) as spooled:  # spills to disk
+        spooled.write(source)
+        spooled.seek(0)
+        from_stream = render(spooled, Params(60, None, format="png"), max_pixels=CAP)
+    from_bytes = render(source, Params(60, None, format="png"), max_pixels=CAP)
+    assert from_stream.data == from_bytes.data
