@@ -10,9 +10,10 @@ Steps (each chosen for speed and memory, see bench/variants.py):
    largest reduction that still leaves at least the target size. The DCT reduction is an
    8x8-block average, a proper antialiasing filter, so going all the way costs no visible
    quality (48 dB PSNR against a full decode + LANCZOS for a 12 MP photo to 256 px; stopping
-   at 1/4 gives 54 dB for 35% more time). PNG (8-bit RGB/RGBA): decoded by libspng
-   (variants/spng.py), about 40% faster than Pillow's decoder, straight into Pillow's 4-byte
-   pixel layout so the pixels are not copied; other PNGs, and any libspng refusal, use Pillow.
+   at 1/4 gives 54 dB for 35% more time). PNG: decoded by Wuffs (variants/wuffs.py, about
+   2.5x Pillow's decoder, memory-safe) into Pillow's 4-byte layout without a copy; very large
+   PNGs by libspng (variants/spng.py) row by row, box-reduced strip by strip; anything
+   either refuses goes to Pillow, which then also says what is wrong with the bytes.
 4. Resize with ``reducing_gap``: an integer box reduction first, then LANCZOS over the last
    factor of at most 2. For ``cover`` the crop is a ``box`` of the resize, so pixels that would
    be cut off are never resampled.
@@ -30,7 +31,7 @@ from typing import IO, Any
 
 from PIL import Image, UnidentifiedImageError
 
-from variants import spng
+from variants import spng, wuffs
 
 # Real types (sniffed from the stored bytes) a variant can be made from.
 ELIGIBLE_TYPES = frozenset(
@@ -49,6 +50,9 @@ MAX_DIMENSION = 4096
 REDUCING_GAP = 2.0
 # How much larger than the target a JPEG's reduced (DCT-scaled) decode must stay.
 DRAFT_GAP = 1.0
+# PNGs up to this size are decoded whole by Wuffs (about 7 bytes a pixel while decoding:
+# 112 MB at this size); larger ones strip by strip by libspng (see _decode_png).
+WUFFS_MAX_PIXELS = 16_000_000
 
 # EXIF orientation -> the transpose that makes the pixels upright (as ImageOps.exif_transpose).
 _ORIENTATION = {
@@ -237,13 +241,21 @@ def _decode_png(
     scaled: tuple[int, int],
     crop: tuple[float, float, float, float] | None,
 ) -> tuple[Image.Image | None, tuple[int, int]]:
-    """An 8-bit RGB or RGBA PNG decoded by libspng, and the box reduction already applied to
-    it; (None, ...) leaves the PNG to Pillow (other modes, a transparency chunk, or libspng
-    refusing it). An opaque, non-interlaced PNG that shrinks by 2 or more is reduced strip by
-    strip while it decodes (by the factor resize's reducing_gap would use)."""
+    """The PNG decoded by Wuffs or libspng, and the box reduction already applied to it;
+    (None, ...) leaves the PNG to Pillow.
+
+    Up to WUFFS_MAX_PIXELS, Wuffs (fastest, memory-safe) decodes the whole image. Above, or
+    without Wuffs, libspng decodes an opaque, non-interlaced PNG row by row and reduces it
+    strip by strip (by the factor resize's reducing_gap would use), so the full-size pixels
+    are never held: a 100-megapixel PNG would otherwise need about 700 MB at once.
+    """
+    opaque = image.mode in {"RGB", "L", "I", "I;16", "1"} and "transparency" not in image.info
+    if image.size[0] * image.size[1] <= WUFFS_MAX_PIXELS:
+        fast = wuffs.decode_rgba(data, image.size, opaque=opaque)
+        if fast is not None:
+            return fast, (1, 1)
     if image.mode not in {"RGB", "RGBA"} or "transparency" in image.info:
         return None, (1, 1)
-    opaque = image.mode == "RGB"
     box_w = (crop[2] - crop[0]) if crop else image.size[0]
     box_h = (crop[3] - crop[1]) if crop else image.size[1]
     factor = (

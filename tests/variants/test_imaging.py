@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from unittest import mock
 
@@ -25,7 +26,7 @@ from tests.variants.images import (
     stripes,
     truncated_jpeg,
 )
-from variants import spng
+from variants import imaging, spng, wuffs
 from variants.imaging import ImageRejected, Params, render
 
 CAP = 100_000_000
@@ -219,18 +220,47 @@ def test_labels(params: Params, label: str) -> None:
     assert params.label == label
 
 
+def _render_with(decoders: str, source: bytes, params: Params) -> Image.Image:
+    """Render with only some PNG decoders: "wuffs", "spng" (Wuffs off) or "pillow"."""
+    with contextlib.ExitStack() as stack:
+        if decoders in {"spng", "pillow"}:
+            stack.enter_context(mock.patch.object(wuffs, "_decoder", return_value=None))
+        if decoders == "pillow":
+            stack.enter_context(mock.patch.object(spng, "_library", return_value=None))
+        return decoded(render(source, params, max_pixels=CAP).data).convert("RGBA")
+
+
 @pytest.mark.parametrize("fit", ["cover", "contain", "fill", "inside", "outside"])
-def test_png_decoded_by_libspng_matches_pillow(fit: str) -> None:
+@pytest.mark.parametrize("decoders", ["wuffs", "spng"])
+def test_png_decoders_give_pillows_pixels(fit: str, decoders: str) -> None:
     # Odd sizes, so the strip-wise reduction's last partial blocks are exercised.
     source = encode(stripes((1001, 777)).effect_spread(3), "PNG")
     params = Params(120, 90, fit, "png")
-    fast = decoded(render(source, params, max_pixels=CAP).data).convert("RGB")
-    assert spng.available()
-    with mock.patch.object(spng, "_library", return_value=None):  # Pillow decodes instead
-        slow = decoded(render(source, params, max_pixels=CAP).data).convert("RGB")
+    assert wuffs._decoder() is not None and spng.available()
+    fast = _render_with(decoders, source, params)
+    slow = _render_with("pillow", source, params)
     assert fast.size == slow.size
     worst = max(high for _, high in ImageChops.difference(fast, slow).getextrema())  # type: ignore[misc]
     assert worst <= 2  # the same pixels, up to rounding
+
+
+@pytest.mark.parametrize("mode", ["RGB", "RGBA", "L", "LA", "P", "I;16"])
+def test_wuffs_decodes_every_png_kind_like_pillow(mode: str) -> None:
+    source = encode(stripes((301, 203)).effect_spread(3).convert(mode), "PNG")
+    fast = _render_with("wuffs", source, Params(100, None, format="png"))
+    slow = _render_with("pillow", source, Params(100, None, format="png"))
+    assert max(high for _, high in ImageChops.difference(fast, slow).getextrema()) <= 2  # type: ignore[misc]
+
+
+def test_a_huge_png_is_reduced_strip_by_strip() -> None:
+    source = encode(stripes((600, 300)), "PNG")
+    with (
+        mock.patch.object(imaging, "WUFFS_MAX_PIXELS", 1000),
+        mock.patch.object(spng, "decode_reduced", wraps=spng.decode_reduced) as strips,
+    ):
+        out = render(source, Params(60, None, format="png"), max_pixels=CAP)
+    assert strips.call_count == 1
+    assert close(decoded(out.data).convert("RGB").getpixel((30, 15)), GREEN)
 
 
 def test_an_interlaced_or_transparent_png_is_right_too() -> None:
