@@ -20,7 +20,11 @@ from variants.models import Variant
 from variants.tasks import requeue_stale_variants
 from webhooks.models import Event
 
-pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("variant_messages"),
+]
 
 
 def wait_for(condition: Callable[[], Any], timeout: float = 30.0) -> Any:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from typing import Any
+from unittest import mock
 
 import pytest
 from django.test import override_settings
@@ -30,6 +31,7 @@ from tests.variants.images import (
     stripes,
     truncated_jpeg,
 )
+from variants import scheduling
 from variants.models import Variant
 from variants.services import variant_process, variants_requeue_stale
 from webhooks.models import Event
@@ -486,3 +488,18 @@ def test_the_sweep_resends_stale_variants_and_gives_up_in_the_end(owner: Actor) 
     failed = Variant.objects.get(id=other["id"])
     assert failed.status == "failed" and "Gave up after 3 attempts" in failed.failure_reason
     assert Event.objects.filter(type="file.processing_failed", data__variantId=other["id"]).exists()
+
+
+def test_a_broker_that_is_down_never_fails_the_request(
+    owner: Actor, variant_messages: None, django_capture_on_commit_callbacks: Any
+) -> None:
+    with (
+        mock.patch.object(scheduling.app, "send_task", side_effect=ConnectionError("down")),
+        django_capture_on_commit_callbacks(execute=True) as callbacks,
+    ):
+        file = image_file(owner)
+        response = transform(owner, file["id"], width=10)
+    assert response.status_code == 202
+    assert len(callbacks) >= 2  # the thumbnail's and the transform's messages were attempted
+    # Both variants wait, pending, for the sweep to send them again.
+    assert set(Variant.objects.values_list("status", flat=True)) == {"pending"}
