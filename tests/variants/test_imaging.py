@@ -282,3 +282,11 @@ def test_a_stream_is_rendered_like_bytes(fmt: str) -> None:
         from_stream = render(spooled, Params(60, None, format="png"), max_pixels=CAP)
     from_bytes = render(source, Params(60, None, format="png"), max_pixels=CAP)
     assert from_stream.data == from_bytes.data
+
+
+@pytest.mark.parametrize("fmt", ["JPEG", "PNG", "WEBP", "AVIF", "GIF", "TIFF"])
+def test_every_eligible_source_format_is_read(fmt: str) -> None:
+    out = render(encode(stripes((300, 100)), fmt), Params(30, None, format="png"), max_pixels=CAP)
+    image = decoded(out.data).convert("RGB")
+    assert image.size == (30, 10)
+    assert close(image.getpixel((15, 5)), GREEN, 60)
