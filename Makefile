@@ -54,6 +54,7 @@ fmt: $(INSTALLED) ## Format the code and apply safe lint fixes
 
 # Skips a missing bench/ and helper modules (bench/_*.py), which are not benchmarks.
 bench: $(INSTALLED) ## Run every bench/*.py against real services
+	$(BIN)/pip install -q -r bench/requirements.txt  # peers compared against; not locked
 	$(DEVSERVICES) exec -- sh -c 'for f in bench/*.py; do \
 		case "$${f##*/}" in _*) continue ;; esac; [ -e "$$f" ] || continue; \
 		$(BIN)/python "$$f" || exit 1; done'

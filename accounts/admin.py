@@ -9,7 +9,7 @@ from django.http import HttpRequest
 from django.utils import timezone
 
 from accounts.keys import display_prefix, generate_key, hash_key
-from accounts.models import ApiKey, Organization, Project
+from accounts.models import ApiKey, BandwidthUsage, Organization, Project
 
 
 class ProjectInline(admin.TabularInline):
@@ -101,4 +101,25 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         # Keys are revoked, never deleted, so the record of who had access stays.
+        return False
+
+
+@admin.register(BandwidthUsage)
+class BandwidthUsageAdmin(admin.ModelAdmin):
+    """Read-only: the rows are written by the download-url endpoints, one upsert each."""
+
+    list_display = ("project", "day", "bytes", "downloads")
+    list_filter = ("day",)
+    search_fields = ("project__id", "project__name")
+    ordering = ("-day", "project")
+    list_select_related = ("project",)
+    date_hierarchy = "day"
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False

@@ -59,3 +59,27 @@ class ApiKey(models.Model):
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None
+
+
+class BandwidthUsage(models.Model):
+    """Bytes of download URLs issued, per project per UTC day (files and variants alike).
+
+    Counted when a URL is issued (the service never sees the GET itself): one upsert per URL,
+    ``bytes = bytes + size``, so concurrent downloads never lose a count.
+    """
+
+    # Indexed by bandwidth_unique (project, day).
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="bandwidth", db_index=False
+    )
+    day = models.DateField()
+    bytes = models.BigIntegerField(default=0)
+    downloads = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project", "day"], name="bandwidth_unique")]
+        verbose_name = "bandwidth usage"
+        verbose_name_plural = "bandwidth usage"
+
+    def __str__(self) -> str:
+        return f"{self.project_id} {self.day}: {self.bytes} bytes"

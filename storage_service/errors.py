@@ -86,6 +86,10 @@ class DeliveryNotFound(ApiError):
     status, code = 404, "DELIVERY_NOT_FOUND"
 
 
+class VariantNotFound(ApiError):
+    status, code = 404, "VARIANT_NOT_FOUND"
+
+
 class FileNotPending(ApiError):
     status, code = 409, "FILE_NOT_PENDING"
 

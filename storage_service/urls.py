@@ -11,8 +11,10 @@ from accounts.views import MeView
 from files.views import FileViewSet, FolderViewSet
 from storage_service.errors import handler404 as handler404_view
 from uploads.views import MultipartUploadViewSet
+from variants.views import VariantViewSet
 
 files = FileViewSet.as_view
+variants = VariantViewSet.as_view
 F = "v1/files/<str:file_id>"
 uploads = MultipartUploadViewSet.as_view
 U = "v1/uploads/multipart/<str:upload_id>"
@@ -33,6 +35,9 @@ urlpatterns = [
     path(U, uploads({"delete": "destroy"})),
     path(f"{U}/parts", uploads({"get": "list_parts", "post": "sign_parts"})),
     path(f"{U}/complete", uploads({"post": "complete"})),
+    path(f"{F}/transform", variants({"post": "transform"})),
+    path(f"{F}/variants", variants({"get": "list"})),
+    path(f"{F}/variants/<str:variant_id>/download-url", variants({"post": "download_url"})),
     path("admin/", admin.site.urls),
 ]
 

@@ -7,6 +7,8 @@ from botocore.exceptions import ClientError
 
 from storage_service import objectstore
 from tests.factories import Actor, make_actor
+from variants import scheduling as variants_scheduling
+from variants import services as variants_services
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -37,3 +39,21 @@ def sibling(db: None) -> Actor:
 def outsider(db: None) -> Actor:
     """A project of another organization."""
     return make_actor("outsider", organization="globex")
+
+
+@pytest.fixture(autouse=True)
+def _variant_messages_only_when_asked(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Variants are sent to the broker after commit (every image upload makes a thumbnail).
+    Only tests that ask for ``variant_messages`` send them: the e2e tests' session worker
+    keeps consuming the test queue afterwards, and would otherwise process other tests'
+    thumbnails while their tables are being truncated (a deadlock at teardown)."""
+    if "variant_messages" not in request.fixturenames:
+        monkeypatch.setattr(variants_scheduling, "enqueue", lambda variant_id: None)
+        monkeypatch.setattr(variants_services, "enqueue", lambda variant_id: None)
+
+
+@pytest.fixture
+def variant_messages() -> None:
+    """Let this test send variant messages to the broker (see above)."""

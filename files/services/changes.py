@@ -8,6 +8,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts.models import Project
+from accounts.services import bandwidth_record
 from files.events import record_file_event
 from files.models import File, FileVersion
 from files.services.common import (
@@ -108,4 +109,5 @@ def file_download_url(
             content_type=file.content_type,
         )
         record_file_event(Event.Type.FILE_DOWNLOADED, file, expiresAt=iso(download.expires_at))
+        bandwidth_record(project_id=project.id, size=file.size)  # last: the day's row lock
         return download

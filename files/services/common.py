@@ -28,6 +28,7 @@ from storage_service.errors import (
 )
 from storage_service.ids import looks_like_id, new_id
 from storage_service.sniff import SNIFF_BYTES, contradicts, recorded_type, sniff
+from variants.scheduling import thumbnail_schedule
 
 Status = File.Status
 
@@ -156,6 +157,8 @@ def publish(file: File, stored: StoredObject, verified: Verified, *, version: in
         size=verified.size,
         checksum=verified.checksum,
     )
+    # An eligible image (by its sniffed bytes) gets its thumbnail, made after commit.
+    thumbnail_schedule(file=file, stored=stored, version=version)
 
 
 def check_single_put_size(size: int) -> None:

@@ -18,6 +18,7 @@ from files.services.common import (
 )
 from storage_service import objectstore
 from storage_service.timefmt import iso
+from variants.scheduling import variants_discard_outputs
 from webhooks.models import Event
 
 
@@ -97,6 +98,8 @@ def _purge_one(file_id: str, cutoff: datetime) -> bool:
             )
             if not still_used:
                 discard(stored)
+        # Variant results belong to this file alone.
+        variants_discard_outputs(file=file)
         record_file_event(Event.Type.FILE_PURGED, file, purgedAt=iso(file.purged_at))
         return True
 

@@ -229,3 +229,17 @@ def configure_storages(access_key: str, secret_key: str) -> None:
         "file_overwrite": False,
         "querystring_auth": True,
     }
+
+
+# --- Image variants (variants/) ------------------------------------------------------------
+# Images with more pixels than this are refused from their header, before any decoding
+# (decompression bombs); outputs are held to the same cap.
+SERVICE_VARIANT_MAX_PIXELS = env_int("SERVICE_VARIANT_MAX_PIXELS", 100_000_000, minimum=1)
+# A variant pending or processing for longer than this is taken to have lost its message or
+# its worker, and is run again by the sweep, at most SERVICE_VARIANT_MAX_ATTEMPTS times.
+SERVICE_VARIANT_STALE_SECONDS = env_int("SERVICE_VARIANT_STALE_SECONDS", 600, minimum=10)
+SERVICE_VARIANT_MAX_ATTEMPTS = env_int("SERVICE_VARIANT_MAX_ATTEMPTS", 3, minimum=1)
+CELERY_BEAT_SCHEDULE["requeue-stale-variants"] = {
+    "task": "variants.tasks.requeue_stale_variants",
+    "schedule": env_int("SERVICE_VARIANT_SWEEP_INTERVAL_SECONDS", 300, minimum=10),
+}

@@ -1,0 +1,362 @@
+"""Every state change of a variant: request, processing (claim, render, finish), sweep."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import PurePosixPath
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from accounts.models import Project
+from accounts.services import bandwidth_record
+from files.events import record_file_event
+from files.models import File, StoredObject
+from files.services.common import Status, discard, lock_file
+from storage_service import objectstore
+from storage_service.errors import (
+    FileNotFound,
+    FileNotUploaded,
+    NotProcessable,
+    StorageUnavailable,
+    VariantNotFound,
+    VariantNotReady,
+)
+from storage_service.ids import looks_like_id, new_id
+from storage_service.pagination import Page, decode_cursor, encode_cursor
+from storage_service.timefmt import iso
+from variants import imaging, store
+from variants.imaging import ELIGIBLE_TYPES, ImageRejected, Params
+from variants.models import Variant
+from variants.scheduling import enqueue, variant_get_or_create
+from webhooks.models import Event
+
+logger = logging.getLogger(__name__)
+VStatus = Variant.Status
+
+
+def variant_json(variant: Variant) -> dict[str, Any]:
+    """The variant as the API shows it (and as the processing events carry it)."""
+    return {
+        "id": variant.id,
+        "fileId": variant.file_id,
+        "fileVersion": variant.version,
+        "label": variant.label,
+        "status": variant.status,
+        "params": {
+            "width": variant.width,
+            "height": variant.height,
+            "fit": variant.fit,
+            "format": variant.format,
+            "quality": variant.quality,
+        },
+        "contentType": imaging.FORMATS[variant.format][1],
+        "width": variant.output_width,
+        "height": variant.output_height,
+        "size": variant.size,
+        "failureReason": variant.failure_reason or None,
+        "createdAt": iso(variant.created_at),
+        "updatedAt": iso(variant.updated_at),
+    }
+
+
+def params_of(variant: Variant) -> Params:
+    return Params(
+        width=variant.width,
+        height=variant.height,
+        fit=variant.fit,
+        format=variant.format,
+        quality=variant.quality,
+    )
+
+
+# --- Requests ------------------------------------------------------------------------------
+
+
+def variant_transform(*, project: Project, file_id: str, params: Params) -> Variant:
+    """Ask for a variant of the file's current version; identical parameters give the same
+    variant and no new work (the file row's lock serialises two identical requests)."""
+    with transaction.atomic():
+        file = lock_file(project, file_id)
+        if file.status != Status.UPLOADED:
+            raise FileNotUploaded(f"The file is {file.status}; only an uploaded file has variants.")
+        if file.sniffed_type not in ELIGIBLE_TYPES:
+            found = file.sniffed_type or "not a recognisable image"
+            raise NotProcessable(
+                f"Variants are made from JPEG, PNG, WebP, AVIF, GIF and TIFF images; "
+                f"the stored bytes are {found}.",
+                details={"detectedType": file.sniffed_type},
+            )
+        variant, _ = variant_get_or_create(
+            file=file,
+            version=file.version,
+            source_object_id=file.current_object_id,
+            params=params,
+        )
+        return variant
+
+
+def _visible_file(project: Project, file_id: str) -> File:
+    if not looks_like_id(file_id, "file"):
+        raise FileNotFound("No such file.")
+    file = File.objects.for_project(project).visible().filter(id=file_id).first()
+    if file is None:
+        raise FileNotFound("No such file.")
+    return file
+
+
+def variant_list(
+    *, project: Project, file_id: str, limit: int, cursor: str | None
+) -> Page[Variant]:
+    """A file's variants, every version's, oldest first (ids are time-ordered)."""
+    file = _visible_file(project, file_id)
+    queryset = Variant.objects.filter(file=file).order_by("id")
+    if cursor:
+        _, after = decode_cursor(cursor, "variants")
+        queryset = queryset.filter(id__gt=after)
+    rows = list(queryset[: limit + 1])
+    has_more = len(rows) > limit
+    rows = rows[:limit]
+    next_cursor = encode_cursor("variants", None, rows[-1].id) if has_more else None
+    return Page(items=rows, has_more=has_more, next_cursor=next_cursor)
+
+
+def variant_download_url(
+    *, project: Project, file_id: str, variant_id: str, expires_in: int = 3600
+) -> objectstore.PresignedDownload:
+    """A presigned GET of a ready variant; counted as bandwidth like a file download."""
+    with transaction.atomic():
+        file = lock_file(project, file_id)
+        variant = None
+        if looks_like_id(variant_id, "var"):
+            variant = (
+                Variant.objects.select_related("output_object")
+                .filter(file=file, id=variant_id)
+                .first()
+            )
+        if variant is None:
+            raise VariantNotFound("No such variant of this file.")
+        if variant.status != VStatus.READY or variant.output_object is None:
+            raise VariantNotReady(
+                f"The variant is {variant.status}; only a ready variant can be downloaded.",
+                details={"status": variant.status},
+            )
+        stem = PurePosixPath(file.filename).stem or "image"
+        download = objectstore.presign_get(
+            key=variant.output_object.storage_key,
+            expires_in=expires_in,
+            filename=f"{stem}_{variant.label}.{imaging.FORMATS[variant.format][2]}",
+            content_type=imaging.FORMATS[variant.format][1],
+        )
+        record_file_event(
+            Event.Type.FILE_DOWNLOADED,
+            file,
+            expiresAt=iso(download.expires_at),
+            variantId=variant.id,
+            label=variant.label,
+        )
+        bandwidth_record(project_id=project.id, size=variant.size or 0)
+        return download
+
+
+# --- Processing (workers) ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: str  # ready, failed, retry (back to pending), skipped (not ours to do)
+    reason: str = ""
+
+
+def variant_process(*, variant_id: str) -> Outcome:
+    """Make one variant; safe to run twice, and from any number of workers at once.
+
+    1. Claim it: ``pending -> processing`` with a conditional update and a fresh claim token;
+       a variant that is not pending (done, or claimed by another worker) is left alone.
+    2. Read the original from the store and render it (imaging.render); any refusal of the
+       bytes ends ``failed`` with the reason and ``file.processing_failed``.
+    3. Record the result's object (state pending) before writing its bytes, so a worker dying
+       after the write leaves a row the retry discards, never an orphan in the store.
+    4. Finish under the file's lock: ready, dimensions, size, ``file.processed`` -- unless the
+       claim is no longer ours or the file was purged meanwhile, in which case the result is
+       discarded.
+    A store that does not answer puts the variant back to pending for the sweep to retry.
+    """
+    claim = secrets.token_hex(16)
+    now = timezone.now()
+    claimed = Variant.objects.filter(id=variant_id, status=VStatus.PENDING).update(
+        status=VStatus.PROCESSING,
+        claim=claim,
+        attempts=F("attempts") + 1,
+        started_at=now,
+        updated_at=now,
+    )
+    if claimed != 1:
+        return Outcome("skipped")
+    variant = Variant.objects.select_related("source_object").get(id=variant_id)
+    try:
+        with store.read(variant.source_object.storage_key) as source:
+            rendered = imaging.render(
+                source, params_of(variant), max_pixels=settings.SERVICE_VARIANT_MAX_PIXELS
+            )
+    except ImageRejected as exc:
+        return _fail(variant_id, claim, str(exc))
+    except store.ObjectMissing:
+        return _fail(variant_id, claim, "The original's bytes are no longer in the store.")
+    except StorageUnavailable:
+        return _release(variant_id, claim)
+    except MemoryError:
+        return _fail(variant_id, claim, "The image needs more memory than a worker has.")
+    except Exception:
+        # A bug or an unforeseen decoder error: the variant fails, the worker lives on.
+        logger.exception("variant %s: unexpected error while rendering", variant_id)
+        return _fail(variant_id, claim, "The image could not be processed.")
+
+    output = _reserve_output(variant_id, claim, rendered.content_type, len(rendered.data))
+    if output is None:
+        return Outcome("skipped")
+    try:
+        etag = store.write(output.storage_key, rendered.data, content_type=rendered.content_type)
+    except StorageUnavailable:
+        return _release(variant_id, claim)
+    return _finish(variant_id, claim, output, rendered, etag)
+
+
+def _locked(variant_id: str, claim: str) -> tuple[File, Variant] | None:
+    """The file then the variant, locked in that order (the purge locks the file first too);
+    None when the variant is no longer processing under this claim."""
+    file_id = Variant.objects.filter(id=variant_id).values_list("file_id", flat=True).first()
+    if file_id is None:
+        return None
+    file = File.objects.select_for_update().select_related("project").get(id=file_id)
+    variant = Variant.objects.select_for_update().get(id=variant_id)
+    if variant.status != VStatus.PROCESSING or variant.claim != claim:
+        return None
+    return file, variant
+
+
+def _reserve_output(
+    variant_id: str, claim: str, content_type: str, size: int
+) -> StoredObject | None:
+    with transaction.atomic():
+        locked = _locked(variant_id, claim)
+        if locked is None:
+            return None
+        _, variant = locked
+        if variant.output_object_id is not None:
+            # A previous attempt's result that never became ready.
+            discard(StoredObject.objects.get(id=variant.output_object_id))
+        output = StoredObject.objects.create(
+            project_id=variant.project_id,
+            storage_key=f"{variant.project_id}/{new_id('obj')}",
+            declared_type=content_type,
+            declared_size=size,
+        )
+        variant.output_object = output
+        variant.save(update_fields=["output_object", "updated_at"])
+        return output
+
+
+def _finish(
+    variant_id: str, claim: str, output: StoredObject, rendered: imaging.Rendered, etag: str
+) -> Outcome:
+    with transaction.atomic():
+        locked = _locked(variant_id, claim)
+        if locked is None or locked[0].purged_at is not None:
+            # Someone else's claim finishes the variant, or the file is gone: drop our bytes.
+            discard(StoredObject.objects.select_for_update().get(id=output.id))
+            return Outcome("skipped")
+        file, variant = locked
+        output.state = StoredObject.State.LIVE
+        output.size = len(rendered.data)
+        output.checksum = f"etag:{etag}"
+        output.sniffed_type = rendered.content_type
+        output.save(update_fields=["state", "size", "checksum", "sniffed_type"])
+        variant.status = VStatus.READY
+        variant.output_width = rendered.width
+        variant.output_height = rendered.height
+        variant.size = len(rendered.data)
+        variant.finished_at = timezone.now()
+        variant.save()
+        _record(Event.Type.FILE_PROCESSED, file, variant)
+        return Outcome("ready")
+
+
+def _fail(variant_id: str, claim: str, reason: str) -> Outcome:
+    with transaction.atomic():
+        locked = _locked(variant_id, claim)
+        if locked is None:
+            return Outcome("skipped")
+        file, variant = locked
+        _mark_failed(file, variant, reason)
+        return Outcome("failed", reason)
+
+
+def _mark_failed(file: File, variant: Variant, reason: str) -> None:
+    if variant.output_object_id is not None:
+        discard(StoredObject.objects.get(id=variant.output_object_id))
+    variant.status = VStatus.FAILED
+    variant.failure_reason = reason
+    variant.finished_at = timezone.now()
+    variant.save()
+    _record(Event.Type.FILE_PROCESSING_FAILED, file, variant, reason=reason)
+
+
+def _release(variant_id: str, claim: str) -> Outcome:
+    """The store did not answer: back to pending; the sweep sends it again later."""
+    updated = Variant.objects.filter(id=variant_id, status=VStatus.PROCESSING, claim=claim).update(
+        status=VStatus.PENDING, claim="", updated_at=timezone.now()
+    )
+    logger.warning("variant %s: object store unavailable; left for the sweep", variant_id)
+    return Outcome("retry" if updated else "skipped")
+
+
+def _record(type: Event.Type, file: File, variant: Variant, **extra: Any) -> None:
+    record_file_event(
+        type,
+        file,
+        variantId=variant.id,
+        label=variant.label,
+        sourceVersion=variant.version,
+        variant=variant_json(variant),
+        **extra,
+    )
+
+
+# --- The stale sweep -----------------------------------------------------------------------
+
+
+def variants_requeue_stale(*, now: datetime | None = None, limit: int = 500) -> int:
+    """Send again the variants left pending or processing too long (a lost message, a dead
+    worker); one that has been claimed SERVICE_VARIANT_MAX_ATTEMPTS times fails instead.
+    Safe to run twice and from several processes (``SKIP LOCKED``). Returns how many moved."""
+    cutoff = (now or timezone.now()) - timedelta(seconds=settings.SERVICE_VARIANT_STALE_SECONDS)
+    moved = 0
+    with transaction.atomic():
+        stale = list(
+            Variant.objects.select_for_update(skip_locked=True, of=("self",))
+            .select_related("file__project")
+            .filter(status__in=[VStatus.PENDING, VStatus.PROCESSING], updated_at__lt=cutoff)
+            .order_by("updated_at")[:limit]
+        )
+        for variant in stale:
+            if variant.attempts >= settings.SERVICE_VARIANT_MAX_ATTEMPTS:
+                _mark_failed(
+                    variant.file,
+                    variant,
+                    f"Gave up after {variant.attempts} attempts (worker lost or store down).",
+                )
+            else:
+                # A worker still holding the old claim will find it gone and drop its result.
+                variant.status = VStatus.PENDING
+                variant.claim = ""
+                variant.save(update_fields=["status", "claim", "updated_at"])
+                transaction.on_commit(lambda vid=variant.id: enqueue(vid))  # type: ignore[misc]
+            moved += 1
+    return moved
