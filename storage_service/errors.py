@@ -146,6 +146,13 @@ class NotProcessable(ApiError):
     status, code = 422, "NOT_PROCESSABLE"
 
 
+class UploadIsMultipart(ApiError):
+    """``complete`` on a file whose bytes arrive through a multipart session: that session's
+    complete assembles them, and completing the file directly would leave the session open."""
+
+    status, code = 409, "UPLOAD_IS_MULTIPART"
+
+
 class StorageUnavailable(ApiError):
     status, code = 503, "STORAGE_UNAVAILABLE"
 

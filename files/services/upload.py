@@ -28,7 +28,9 @@ from storage_service.errors import (
     ApiError,
     FileNotPending,
     IdempotencyKeyReused,
+    UploadIsMultipart,
 )
+from uploads.models import UploadSession
 from webhooks.models import Event
 
 # --- Single upload -------------------------------------------------------------------------
@@ -131,6 +133,13 @@ def file_complete(*, project: Project, file_id: str) -> File:
         file = lock_file(project, file_id)
         if file.status != Status.PENDING:
             raise FileNotPending(f"The file is {file.status}; only a pending file can complete.")
+        session_id = UploadSession.objects.filter(file=file).values_list("id", flat=True).first()
+        if session_id is not None:
+            raise UploadIsMultipart(
+                "This file is uploaded in parts; complete it with "
+                f"POST /v1/uploads/multipart/{session_id}/complete.",
+                details={"uploadId": session_id},
+            )
         stored = file.current_object
         verified = verify(stored)
         if isinstance(verified, ApiError):

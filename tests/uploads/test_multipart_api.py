@@ -217,6 +217,25 @@ def test_complete_publishes_the_file_with_a_multipart_checksum(owner: Actor) -> 
     assert UploadSession.objects.get(id=data["upload"]["id"]).status == "completed"
 
 
+def test_the_single_upload_complete_points_a_multipart_file_to_its_session(
+    owner: Actor,
+) -> None:
+    payload = b"parts, not one PUT"
+    data = start_multipart(owner, len(payload))
+    parts = put_all(data["upload"], payload)
+    file_id, upload_id = data["file"]["id"], data["upload"]["id"]
+
+    refused = owner.post(f"/v1/files/{file_id}/complete")
+
+    assert refused.status_code == 409
+    assert error_code(refused) == "UPLOAD_IS_MULTIPART"
+    assert refused.json()["error"]["details"] == {"uploadId": upload_id}
+    assert upload_id in refused.json()["error"]["message"]
+    # Nothing changed: the session still completes the file.
+    assert owner.get(f"/v1/files/{file_id}").json()["data"]["status"] == "pending"
+    assert complete(owner, upload_id, parts).status_code == 200
+
+
 @pytest.mark.parametrize(
     "parts",
     [
