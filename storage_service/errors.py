@@ -86,6 +86,10 @@ class DeliveryNotFound(ApiError):
     status, code = 404, "DELIVERY_NOT_FOUND"
 
 
+class DeliveryAlreadyDelivered(ApiError):
+    status, code = 409, "DELIVERY_ALREADY_DELIVERED"
+
+
 class FileNotPending(ApiError):
     status, code = 409, "FILE_NOT_PENDING"
 

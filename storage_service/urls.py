@@ -10,9 +10,12 @@ from django.urls import path, re_path
 from accounts.views import MeView
 from files.views import FileViewSet, FolderViewSet
 from storage_service.errors import handler404 as handler404_view
+from webhooks.views import WebhookViewSet
 
 files = FileViewSet.as_view
 F = "v1/files/<str:file_id>"
+webhooks = WebhookViewSet.as_view
+W = "v1/webhooks/<str:webhook_id>"
 
 urlpatterns = [
     path("v1/me", MeView.as_view()),
@@ -26,6 +29,10 @@ urlpatterns = [
     path(f"{F}/replace/complete", files({"post": "replace_complete"})),
     path(f"{F}/restore", files({"post": "restore"})),
     path("v1/folders", FolderViewSet.as_view({"get": "list"})),
+    path("v1/webhooks", webhooks({"get": "list", "post": "create"})),
+    path(W, webhooks({"get": "retrieve", "delete": "destroy"})),
+    path(f"{W}/deliveries", webhooks({"get": "deliveries"})),
+    path(f"{W}/deliveries/<str:delivery_id>/redeliver", webhooks({"post": "redeliver"})),
     path("admin/", admin.site.urls),
 ]
 

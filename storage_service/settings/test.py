@@ -14,7 +14,7 @@ os.environ["AWS_STORAGE_BUCKET_NAME"] = os.environ.get(
 )
 
 from storage_service.settings.base import *
-from storage_service.env import env_secret
+from storage_service.env import env_int_list, env_secret
 
 DEBUG = False
 SECRET_KEY = "test-secret-key"
@@ -29,4 +29,8 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 # Test tasks go to their own queue, so a `make run` worker on the same Redis never takes them
 # (it would run them against the development database).
 CELERY_TASK_DEFAULT_QUEUE = "storage-test"
+SERVICE_WEBHOOK_QUEUE = "storage-test-webhooks"
+CELERY_TASK_ROUTES = {"webhooks.tasks.*": {"queue": SERVICE_WEBHOOK_QUEUE}}
+# Short retry delays, so the suite can watch a delivery go through all its attempts.
+SERVICE_WEBHOOK_RETRY_DELAYS_MS = env_int_list("SERVICE_WEBHOOK_RETRY_DELAYS_MS", [300, 600, 900])
 configure_storages(AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)
