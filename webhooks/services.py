@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db import transaction
-from django.db.models import Q
+from django.db import connection, transaction
+from django.db.models.functions import Now
 from django.utils import timezone
 
 from accounts.models import Project
@@ -18,7 +19,7 @@ from storage_service.errors import (
     WebhookLimitReached,
     WebhookNotFound,
 )
-from storage_service.ids import looks_like_id
+from storage_service.ids import looks_like_id, new_id
 from storage_service.timefmt import iso_required
 from webhooks import tasks
 from webhooks.models import Delivery, Endpoint, Event
@@ -27,6 +28,26 @@ from webhooks.signing import new_secret
 
 MAX_ENDPOINTS_PER_PROJECT = 20
 EVENT_TYPES: tuple[str, ...] = tuple(Event.Type.values)
+
+
+# Every API change that records an event pays for this, so it is one round trip: the event
+# row and, in the same statement, a delivery per subscribed endpoint (ids made here, one per
+# possible endpoint). The foreign keys are deferred (Django's), so the deliveries may point at
+# the event inserted beside them. The first attempt is due at the database's now(), the clock
+# every due-time comparison uses, so an API host's clock cannot delay it.
+_RECORD_SQL = """
+WITH event AS (
+    INSERT INTO webhooks_event (id, project_id, type, data, created_at)
+    VALUES (%(event_id)s, %(project_id)s, %(type)s, %(data)s::jsonb, %(created_at)s)
+)
+INSERT INTO webhooks_delivery
+    (id, endpoint_id, event_id, status, attempts, created_at, next_attempt_at)
+SELECT (%(ids)s::text[])[row_number() OVER (ORDER BY e.id)], e.id, %(event_id)s,
+       'PENDING', 0, %(now)s, now()
+FROM webhooks_endpoint AS e
+WHERE e.project_id = %(project_id)s AND (e.events IS NULL OR %(type)s = ANY(e.events))
+RETURNING id
+"""
 
 
 def event_record(
@@ -47,20 +68,23 @@ def event_record(
         raise RuntimeError("events must be recorded inside the transaction of their change")
     payload = {"projectId": project.id, "organizationId": project.organization_id, **data}
     now = timezone.now()
-    event = Event.objects.create(project=project, type=type, data=payload, created_at=at or now)
-    endpoint_ids = list(
-        Endpoint.objects.for_project(project)
-        .filter(Q(events__isnull=True) | Q(events__contains=[type]))
-        .values_list("id", flat=True)
-    )
-    if endpoint_ids:
-        deliveries = Delivery.objects.bulk_create(
-            [
-                Delivery(endpoint_id=endpoint_id, event=event, created_at=now, next_attempt_at=now)
-                for endpoint_id in endpoint_ids
-            ]
+    event = Event(id=new_id("evt"), project=project, type=type, data=payload, created_at=at or now)
+    event._state.adding = False
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _RECORD_SQL,
+            {
+                "event_id": event.id,
+                "project_id": project.id,
+                "type": type,
+                "data": json.dumps(payload),
+                "created_at": event.created_at,
+                "now": now,
+                "ids": [new_id("dl") for _ in range(MAX_ENDPOINTS_PER_PROJECT)],
+            },
         )
-        ids = [d.id for d in deliveries]
+        ids = [row[0] for row in cursor.fetchall()]
+    if ids:
         transaction.on_commit(lambda: tasks.enqueue(ids))
     return event
 
@@ -149,9 +173,11 @@ def delivery_redeliver(*, project: Project, webhook_id: str, delivery_id: str) -
             raise DeliveryAlreadyDelivered(
                 "This delivery was already delivered; only FAILED or PENDING ones are re-queued."
             )
-        delivery.status = Delivery.Status.PENDING
-        delivery.next_attempt_at = timezone.now()
-        delivery.save(update_fields=["status", "next_attempt_at"])
+        # The database's clock, like every due-time comparison (webhooks/delivery.py).
+        Delivery.objects.filter(id=delivery.id).update(
+            status=Delivery.Status.PENDING, next_attempt_at=Now()
+        )
+        delivery.refresh_from_db(fields=["status", "next_attempt_at"])
         ids = [delivery.id]
         transaction.on_commit(lambda: tasks.enqueue(ids))
     return delivery
