@@ -112,11 +112,17 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # a sender closing a keep-alive connection is not a failure of the test
+
+
 @contextmanager
 def running_receiver() -> Iterator[Receiver]:
     receiver = Receiver()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(receiver))
-    server.daemon_threads = True
+    server = _Server(("127.0.0.1", 0), _handler(receiver))
     receiver.port = server.server_address[1]
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 from dataclasses import dataclass
+from functools import lru_cache
 from urllib.parse import SplitResult, urlsplit
 
 from django.conf import settings
@@ -42,8 +43,12 @@ class Target:
         return host if self.port == default else f"{host}:{self.port}"
 
 
+@lru_cache(maxsize=4096)
 def parse_url(url: str) -> Target:
-    """Check the URL's shape: http(s), a host, no credentials, at most 2,048 characters."""
+    """Check the URL's shape: http(s), a host, no credentials, at most 2,048 characters.
+
+    Pure, and called for every delivery attempt: cached (a refusal raises, and is not).
+    """
     if len(url) > MAX_URL_LENGTH:
         raise UrlRefused(f"The URL must be at most {MAX_URL_LENGTH} characters.")
     if any(ord(c) <= 0x20 or ord(c) == 0x7F for c in url):

@@ -7,8 +7,6 @@ import functools
 import storage_service.ids
 from django.db import migrations, models
 
-from storage_service.migration_ops import drop_like_indexes
-
 
 class Migration(migrations.Migration):
     dependencies = [
@@ -123,5 +121,4 @@ class Migration(migrations.Migration):
                 name="delivery_pending_due",
             ),
         ),
-        drop_like_indexes("webhooks_endpoint", "webhooks_delivery"),
     ]
