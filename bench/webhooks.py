@@ -338,7 +338,7 @@ def main() -> int:
         print(
             f"CPU cores used, {name} (of {cpu_count()}): worker {figures['worker']:.2f}, "
             f"receiver {figures['receiver']:.2f}, bench (events) {figures['bench']:.2f}, "
-            f"postgres {figures['postgres']:.2f}"
+            f"postgres {figures['postgres']:.2f} (every postgres process on the machine)"
         )
     best = max(paced_figures["rate"], burst_figures["rate"])
     print("\nGoals:")

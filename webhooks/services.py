@@ -69,7 +69,7 @@ def event_record(
     payload = {"projectId": project.id, "organizationId": project.organization_id, **data}
     now = timezone.now()
     event = Event(id=new_id("evt"), project=project, type=type, data=payload, created_at=at or now)
-    event._state.adding = False
+    event._state.adding, event._state.db = False, connection.alias
     with connection.cursor() as cursor:
         cursor.execute(
             _RECORD_SQL,
