@@ -287,7 +287,7 @@ def post(target: Target, addresses: Sequence[IPAddress], body: bytes, secret: st
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             return Outcome("", False, None, _short(f"Connection failed: {_reason(exc)}"))
         try:
-            _read_and_release(response)
+            _read_and_release(response, deadline=started + timeout)
         except (urllib3.exceptions.TimeoutError, TimeoutError):
             return Outcome("", False, response.status, f"Timed out after {timeout:g} s.")
         except (urllib3.exceptions.HTTPError, OSError) as exc:
@@ -308,13 +308,17 @@ def _reason(exc: BaseException) -> str:
     return str(reason) or type(exc).__name__
 
 
-def _read_and_release(response: urllib3.BaseHTTPResponse) -> None:
-    """Read the (ignored) answer so the connection can serve the next request."""
+def _read_and_release(response: urllib3.BaseHTTPResponse, *, deadline: float) -> None:
+    """Read the (ignored) answer so the connection can serve the next request.
+
+    Stops at 64 KiB or at the attempt's deadline (the socket timeout is per read, so a
+    receiver trickling its body would otherwise hold the thread), closing the connection.
+    """
     received = 0
     complete = True
     for chunk in response.stream(16 * 1024, decode_content=False):
         received += len(chunk)
-        if received > MAX_RESPONSE_BYTES:
+        if received > MAX_RESPONSE_BYTES or time.monotonic() > deadline:
             complete = False
             break
     if not complete:

@@ -17,7 +17,12 @@ def endpoint_list(*, project: Project) -> list[Endpoint]:
 def delivery_list(*, endpoint: Endpoint, limit: int, cursor: str | None) -> Page[Delivery]:
     """The endpoint's deliveries, newest first, by id (ids are time-ordered), keyset-paged
     on the ``delivery_endpoint_id`` index."""
-    rows = Delivery.objects.filter(endpoint=endpoint).select_related("event").order_by("-id")
+    rows = (
+        Delivery.objects.filter(endpoint=endpoint)
+        .select_related("event")
+        .defer("event__data")  # the log shows the event's type and time, not its payload
+        .order_by("-id")
+    )
     if cursor is not None:
         _, last_id = decode_cursor(cursor, _DELIVERY_SCOPE)
         rows = rows.filter(id__lt=last_id)

@@ -6,6 +6,7 @@ import threading
 
 import pytest
 from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 
 from tests.factories import Actor, make_actor
 from tests.helpers import error_code
@@ -257,3 +258,16 @@ def test_delivery_list_bad_queries(owner: Actor, query: dict) -> None:
     webhook = register(owner)["webhook"]
     response = owner.get(f"/v1/webhooks/{webhook['id']}/deliveries", query)
     assert response.status_code == 400 and error_code(response) == "VALIDATION_ERROR"
+
+
+def test_the_delivery_log_costs_the_same_whatever_its_length(owner: Actor) -> None:
+    webhook = register(owner)["webhook"]
+    base = f"/v1/webhooks/{webhook['id']}/deliveries"
+    _event_with_delivery(owner, webhook["id"])
+    with CaptureQueriesContext(connection) as one:
+        assert len(owner.get(base).json()["data"]) == 1
+    for _ in range(5):
+        _event_with_delivery(owner, webhook["id"])
+    with CaptureQueriesContext(connection) as six:
+        assert len(owner.get(base).json()["data"]) == 6
+    assert len(six) == len(one)
