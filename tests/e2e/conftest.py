@@ -36,6 +36,8 @@ def celery_worker(django_db_setup: None, django_db_blocker: object) -> Iterator[
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "storage_service.settings.test",
         "DATABASE_URL": _database_url(),
+        # The webhook tests' receivers listen on 127.0.0.1.
+        "SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true",
     }
     app.control.purge()  # messages left on the test queue by an earlier, interrupted run
     with app.connection_for_write() as connection:

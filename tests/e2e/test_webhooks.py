@@ -15,6 +15,7 @@ from unittest import mock
 
 import pytest
 from django.conf import settings
+from django.test import override_settings
 from django.utils import timezone
 
 from tests.factories import Actor, make_actor
@@ -26,6 +27,13 @@ from webhooks.tasks import sweep_due_deliveries
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 DELAYS = [ms / 1000 for ms in settings.SERVICE_WEBHOOK_RETRY_DELAYS_MS]
+
+
+@pytest.fixture(autouse=True)
+def _private_networks_allowed() -> Iterator[None]:
+    """The receiver listens on 127.0.0.1 (the worker's environment allows it too)."""
+    with override_settings(SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS=True):
+        yield
 
 
 @pytest.fixture
