@@ -7,8 +7,9 @@ One call handles a batch (an event's deliveries to all its endpoints, or a sweep
    worker holds, a row not due, or one already DELIVERED/FAILED is skipped, so a message
    sent twice, a sweep racing a message, or any number of workers send each attempt once.
 2. Send: every request at once on a thread pool, over keep-alive connections pooled per
-   (scheme, address, port, host). Each host is resolved once per batch, every address is
-   checked (see webhooks/network.py) and the connection goes to a checked address.
+   (scheme, address, port, host) (webhooks/sender.py). Each host is resolved once per batch,
+   every address is checked (see webhooks/network.py) and the connection goes to a checked
+   address.
 3. Record: one ``UPDATE ... FROM unnest(...)`` writes every outcome and, for failures, the
    next attempt's time from ``SERVICE_WEBHOOK_RETRY_DELAYS_MS``, or FAILED after the last.
 
@@ -30,19 +31,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import urllib3
 from django.conf import settings
 from django.db import connection, transaction
 
 from storage_service.timefmt import iso_required
+from webhooks import sender
 from webhooks.network import IPAddress, Target, UrlRefused, checked_addresses, parse_url
 from webhooks.signing import signature_header
 
 logger = logging.getLogger(__name__)
 
 USER_AGENT = "SERVICE-Webhooks/1.0"
-# Read at most this much of a receiver's answer; more closes the connection instead.
-MAX_RESPONSE_BYTES = 64 * 1024
 MAX_ERROR_LENGTH = 500
 # An attempt in flight keeps its lease this long past the timeout; only a worker that died
 # mid-attempt lets a lease run out, and then the sweep sends the delivery again.
@@ -184,66 +183,31 @@ def envelope_body(claimed: Claimed) -> bytes:
     return json.dumps(envelope, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-class _Client:
-    """Per-process HTTP machinery: a thread pool and keep-alive connection pools.
+class _Executor:
+    """The per-process thread pool that sends a batch's requests at once.
 
-    Made lazily and keyed by process id: Celery's prefork pool forks workers, and threads or
-    sockets made before a fork do not survive it.
+    Made lazily and keyed by process id: Celery's prefork pool forks workers, and threads made
+    before a fork do not survive it.
     """
 
     def __init__(self) -> None:
         self.pid = os.getpid()
-        self.executor = ThreadPoolExecutor(
+        self.pool = ThreadPoolExecutor(
             max_workers=int(settings.SERVICE_WEBHOOK_CONCURRENCY),
             thread_name_prefix="webhook-send",
         )
-        self.pools: dict[tuple[str, str, int, str], urllib3.HTTPConnectionPool] = {}
-        self.lock = threading.Lock()
-
-    def pool(self, target: Target, address: IPAddress) -> urllib3.HTTPConnectionPool:
-        key = (target.scheme, str(address), target.port, target.host)
-        with self.lock:
-            pool = self.pools.get(key)
-            if pool is None:
-                if len(self.pools) >= 512:  # many distinct receivers: start over
-                    for old in self.pools.values():
-                        old.close()
-                    self.pools.clear()
-                pool = self._new_pool(target, address)
-                self.pools[key] = pool
-            return pool
-
-    def _new_pool(self, target: Target, address: IPAddress) -> urllib3.HTTPConnectionPool:
-        timeout = float(settings.SERVICE_WEBHOOK_TIMEOUT_SECONDS)
-        common: dict[str, Any] = {
-            "port": target.port,
-            "maxsize": int(settings.SERVICE_WEBHOOK_CONCURRENCY),
-            "block": False,
-            "retries": False,
-            "timeout": urllib3.Timeout(connect=timeout, read=timeout),
-        }
-        if target.scheme == "https":
-            # Connect to the checked address; present and verify the URL's hostname (SNI).
-            return urllib3.HTTPSConnectionPool(
-                str(address),
-                server_hostname=target.host,
-                assert_hostname=target.host,
-                cert_reqs="CERT_REQUIRED",
-                **common,
-            )
-        return urllib3.HTTPConnectionPool(str(address), **common)
 
 
-_client: _Client | None = None
-_client_lock = threading.Lock()
+_executor: _Executor | None = None
+_executor_lock = threading.Lock()
 
 
-def client() -> _Client:
-    global _client
-    with _client_lock:
-        if _client is None or _client.pid != os.getpid():
-            _client = _Client()
-        return _client
+def executor() -> ThreadPoolExecutor:
+    global _executor
+    with _executor_lock:
+        if _executor is None or _executor.pid != os.getpid():
+            _executor = _Executor()
+        return _executor.pool
 
 
 def _short(text: str) -> str:
@@ -252,78 +216,20 @@ def _short(text: str) -> str:
 
 def post(target: Target, addresses: Sequence[IPAddress], body: bytes, secret: str) -> Outcome:
     """One attempt: POST the signed body; a 2xx within the timeout is the only success."""
-    timeout = float(settings.SERVICE_WEBHOOK_TIMEOUT_SECONDS)
     headers = {
         "Host": target.host_header,
         "Content-Type": "application/json",
         "User-Agent": USER_AGENT,
         "SERVICE-Signature": signature_header(secret, int(time.time()), body),
     }
-    started = time.monotonic()
-    last_error = "No address to connect to."
-    for address in addresses:
-        try:
-            response = (
-                client()
-                .pool(target, address)
-                .urlopen(
-                    "POST",
-                    target.request_path,
-                    body=body,
-                    headers=headers,
-                    redirect=False,
-                    retries=False,
-                    assert_same_host=False,
-                    preload_content=False,
-                    release_conn=False,
-                )
-            )
-        except urllib3.exceptions.NewConnectionError as exc:
-            # Refused or unreachable: the next checked address of the host may answer.
-            last_error = f"Connection failed: {_reason(exc)}"
-            continue
-        except (urllib3.exceptions.TimeoutError, TimeoutError):
-            return Outcome("", False, None, f"Timed out after {timeout:g} s.")
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            return Outcome("", False, None, _short(f"Connection failed: {_reason(exc)}"))
-        try:
-            _read_and_release(response, deadline=started + timeout)
-        except (urllib3.exceptions.TimeoutError, TimeoutError):
-            return Outcome("", False, response.status, f"Timed out after {timeout:g} s.")
-        except (urllib3.exceptions.HTTPError, OSError) as exc:
-            return Outcome("", False, response.status, _short(f"Read failed: {_reason(exc)}"))
-        elapsed = time.monotonic() - started
-        if elapsed > timeout:
-            # Each socket read has its own timeout; the whole answer must fit in one.
-            return Outcome("", False, response.status, f"Timed out after {timeout:g} s.")
-        if 200 <= response.status < 300:
-            return Outcome("", True, response.status, None)
-        note = " (redirects are not followed)" if 300 <= response.status < 400 else ""
-        return Outcome("", False, response.status, f"HTTP {response.status}{note}.")
-    return Outcome("", False, None, _short(last_error))
-
-
-def _reason(exc: BaseException) -> str:
-    reason = getattr(exc, "reason", None) or exc
-    return str(reason) or type(exc).__name__
-
-
-def _read_and_release(response: urllib3.BaseHTTPResponse, *, deadline: float) -> None:
-    """Read the (ignored) answer so the connection can serve the next request.
-
-    Stops at 64 KiB or at the attempt's deadline (the socket timeout is per read, so a
-    receiver trickling its body would otherwise hold the thread), closing the connection.
-    """
-    received = 0
-    complete = True
-    for chunk in response.stream(16 * 1024, decode_content=False):
-        received += len(chunk)
-        if received > MAX_RESPONSE_BYTES or time.monotonic() > deadline:
-            complete = False
-            break
-    if not complete:
-        response.close()  # an unread remainder would corrupt the next request on it
-    response.release_conn()
+    result = sender.post(
+        target,
+        addresses,
+        (target.request_path, body, headers),
+        timeout=float(settings.SERVICE_WEBHOOK_TIMEOUT_SECONDS),
+        pool=sender.connections(int(settings.SERVICE_WEBHOOK_CONCURRENCY)),
+    )
+    return Outcome("", result.ok, result.status, result.error)
 
 
 def send_all(claimed: Sequence[Claimed]) -> list[Outcome]:
@@ -363,7 +269,7 @@ def send_all(claimed: Sequence[Claimed]) -> list[Outcome]:
 
     if len(claimed) == 1:
         return [attempt(claimed[0])]
-    return list(client().executor.map(attempt, claimed))
+    return list(executor().map(attempt, claimed))
 
 
 # --- Recording --------------------------------------------------------------------------------
