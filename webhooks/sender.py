@@ -20,7 +20,8 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 
 from webhooks.network import IPAddress, Target
@@ -29,6 +30,8 @@ from webhooks.network import IPAddress, Target
 MAX_RESPONSE_BYTES = 64 * 1024
 MAX_ERROR_LENGTH = 500
 _MAX_IDLE_KEYS = 512
+# How often attempts are checked against their deadline.
+_REAPER_INTERVAL = 0.25
 _RETRYABLE_ON_REUSE = (
     http.client.RemoteDisconnected,
     ConnectionResetError,
@@ -141,19 +144,67 @@ def _reason(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
+class _Reaper:
+    """Ends attempts that outlive their deadline.
+
+    A socket timeout bounds each read, not the whole answer: a receiver sending its headers
+    a byte every few seconds would hold a sending thread for hours. Every attempt is watched;
+    one still running past its deadline has its socket shut down, which ends the blocked
+    read at once (the attempt then reads as timed out).
+    """
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.lock = threading.Lock()
+        self.watched: dict[int, tuple[float, http.client.HTTPConnection]] = {}
+        threading.Thread(target=self.run, name="webhook-reaper", daemon=True).start()
+
+    @contextmanager
+    def watching(self, connection: http.client.HTTPConnection, deadline: float) -> Iterator[None]:
+        with self.lock:
+            self.watched[id(connection)] = (deadline, connection)
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.watched.pop(id(connection), None)
+
+    def run(self) -> None:
+        while True:
+            time.sleep(_REAPER_INTERVAL)
+            now = time.monotonic()
+            with self.lock:
+                late = [c for deadline, c in self.watched.values() if deadline < now]
+            for connection in late:
+                sock = connection.sock
+                if sock is not None:
+                    with suppress(OSError):
+                        sock.shutdown(socket.SHUT_RDWR)
+
+
+_reaper: _Reaper | None = None
+
+
+def reaper() -> _Reaper:
+    global _reaper
+    with _connections_lock:
+        if _reaper is None or _reaper.pid != os.getpid():
+            _reaper = _Reaper()
+        return _reaper
+
+
 def post(
     target: Target,
     addresses: Sequence[IPAddress],
-    path_body_headers: tuple[str, bytes, dict[str, str]],
+    request: tuple[str, bytes, dict[str, str]],
     *,
     timeout: float,
     pool: Connections,
 ) -> Result:
     """POST to the first checked address that accepts a connection; a 2xx answered within
     ``timeout`` seconds (connection included) is the only success."""
-    path, body, headers = path_body_headers
-    started = time.monotonic()
-    deadline = started + timeout
+    deadline = time.monotonic() + timeout
+    timed_out = Result(False, None, f"Timed out after {timeout:g} s.")
     last_error = "No address to connect to."
     for address in addresses:
         key = (target.scheme, str(address), target.port, target.host)
@@ -165,7 +216,7 @@ def post(
                 connection.connect()
             except TimeoutError:
                 connection.close()
-                return Result(False, None, f"Timed out after {timeout:g} s.")
+                return timed_out
             except ssl.SSLError as exc:
                 connection.close()
                 return Result(False, None, _short(f"TLS failed: {_reason(exc)}"))
@@ -174,48 +225,36 @@ def post(
                 connection.close()
                 last_error = f"Connection failed: {_reason(exc)}"
                 continue
+        status: int | None = None
+        reusable = False
         try:
-            response = _exchange(connection, path, body, headers)
-        except _RETRYABLE_ON_REUSE as exc:
-            connection.close()
-            if not reused:
-                return Result(False, None, _short(f"Connection failed: {_reason(exc)}"))
-            # The receiver closed an idle keep-alive connection: once more on a new one.
-            connection = pool.new(key, timeout)
-            try:
-                connection.connect()
-                response = _exchange(connection, path, body, headers)
-            except TimeoutError:
-                connection.close()
-                return Result(False, None, f"Timed out after {timeout:g} s.")
-            except (OSError, http.client.HTTPException) as retry_exc:
-                connection.close()
-                return Result(False, None, _short(f"Connection failed: {_reason(retry_exc)}"))
-        except TimeoutError:
-            connection.close()
-            return Result(False, None, f"Timed out after {timeout:g} s.")
+            with reaper().watching(connection, deadline):
+                try:
+                    response = _exchange(connection, *request)
+                except _RETRYABLE_ON_REUSE:
+                    if not reused or time.monotonic() > deadline:
+                        raise
+                    # The receiver had closed this idle keep-alive connection: once more, on
+                    # a new connection (http.client reconnects a closed one by itself).
+                    connection.close()
+                    response = _exchange(connection, *request)
+                status = response.status
+                reusable = _drain(response, deadline)
         except (OSError, http.client.HTTPException) as exc:
             connection.close()
-            return Result(False, None, _short(f"Connection failed: {_reason(exc)}"))
-        status = response.status
-        try:
-            reusable = _drain(response, deadline)
-        except TimeoutError:
-            connection.close()
-            return Result(False, status, f"Timed out after {timeout:g} s.")
-        except (OSError, http.client.HTTPException) as exc:
-            connection.close()
-            return Result(False, status, _short(f"Read failed: {_reason(exc)}"))
+            if isinstance(exc, TimeoutError) or time.monotonic() > deadline:
+                return Result(False, status, timed_out.error)
+            verb = "Read" if status is not None else "Connection"
+            return Result(False, status, _short(f"{verb} failed: {_reason(exc)}"))
         if reusable:
             pool.give(key, connection)
         else:
             connection.close()
         if time.monotonic() > deadline:
-            # Each socket read has its own timeout; the whole answer must fit in one.
-            return Result(False, status, f"Timed out after {timeout:g} s.")
-        if 200 <= status < 300:
+            return Result(False, status, timed_out.error)
+        if 200 <= response.status < 300:
             return Result(True, status, None)
-        note = " (redirects are not followed)" if 300 <= status < 400 else ""
+        note = " (redirects are not followed)" if 300 <= response.status < 400 else ""
         return Result(False, status, f"HTTP {status}{note}.")
     return Result(False, None, _short(last_error))
 

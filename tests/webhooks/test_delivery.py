@@ -4,6 +4,7 @@ recorded, how retries are scheduled, and that every event type travels."""
 from __future__ import annotations
 
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from datetime import timedelta
@@ -219,3 +220,39 @@ def test_an_event_rolled_back_has_no_deliveries(owner: Actor) -> None:
 def test_enqueue_never_raises_when_the_broker_is_gone() -> None:
     with mock.patch.object(tasks.deliver, "apply_async", side_effect=ConnectionError("down")):
         tasks.enqueue(["dl_x"])  # logged; the sweep sends the delivery later
+
+
+@override_settings(SERVICE_WEBHOOK_TIMEOUT_SECONDS=1)
+def test_a_receiver_trickling_its_answer_is_cut_off_at_the_deadline(owner: Actor) -> None:
+    """Each byte comes within the socket timeout, the whole answer does not: the attempt ends
+    at the deadline instead of holding a sending thread for as long as the receiver likes."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def trickle() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+            while not stop.wait(0.2):
+                try:
+                    conn.sendall(b"a")
+                except OSError:
+                    return
+
+    thread = threading.Thread(target=trickle, daemon=True)
+    thread.start()
+    try:
+        port = listener.getsockname()[1]
+        endpoint_create(project=owner.project, url=f"http://127.0.0.1:{port}/x", events=None)
+        ids = record(owner.project)
+
+        started = time.monotonic()
+        delivery.deliver(ids)
+
+        assert time.monotonic() - started < 2.0
+        row = Delivery.objects.get(id=ids[0])
+        assert row.status == "PENDING" and row.last_error == "Timed out after 1 s."
+    finally:
+        stop.set()
+        listener.close()
