@@ -867,6 +867,25 @@ def supervise(services: Services) -> int:
         time.sleep(0.2)
 
 
+def webhook_worker_command(node: str = "webhooks@%h") -> list[str | Path]:
+    """The worker of the webhook queue, as `make run` starts it (the benchmark reuses it).
+
+    Delivery is network-bound: one process whose task threads each send a batch (an event's
+    deliveries) concurrently over pooled keep-alive connections (webhooks/delivery.py).
+    Its own queue, so image work on the main worker never delays a delivery. WARNING level:
+    at hundreds of tasks per second, INFO's two lines per task cost more than the task.
+    """
+    queue = env("SERVICE_WEBHOOK_QUEUE") or "webhooks"
+    threads = _positive_int_env("WEBHOOK_WORKER_THREADS", 8)
+    # fmt: off
+    return [
+        VENV_BIN / "celery", "-A", "storage_service", "worker",
+        "-Q", queue, "-n", node, "--pool", "threads", "--concurrency", str(threads),
+        "--without-gossip", "--without-mingle", "--loglevel", "WARNING",
+    ]
+    # fmt: on
+
+
 def cmd_run(args: argparse.Namespace, services: Services) -> int:
     port = _positive_int_env("PORT", 8000)
     workers = _positive_int_env("WEB_CONCURRENCY", max(2, 2 * cpu_count()))
@@ -909,6 +928,7 @@ def cmd_run(args: argparse.Namespace, services: Services) -> int:
             VENV_BIN / "celery", "-A", "storage_service", "worker",
             "--loglevel", "INFO", "--concurrency", str(concurrency),
         ]),
+        ("webhooks", webhook_worker_command()),
         ("beat", [
             VENV_BIN / "celery", "-A", "storage_service", "beat",
             "--loglevel", "INFO", "--schedule", VAR / "celerybeat-schedule",

@@ -90,6 +90,10 @@ class VariantNotFound(ApiError):
     status, code = 404, "VARIANT_NOT_FOUND"
 
 
+class DeliveryAlreadyDelivered(ApiError):
+    status, code = 409, "DELIVERY_ALREADY_DELIVERED"
+
+
 class FileNotPending(ApiError):
     status, code = 409, "FILE_NOT_PENDING"
 

@@ -12,12 +12,15 @@ from files.views import FileViewSet, FolderViewSet
 from storage_service.errors import handler404 as handler404_view
 from uploads.views import MultipartUploadViewSet
 from variants.views import VariantViewSet
+from webhooks.views import WebhookViewSet
 
 files = FileViewSet.as_view
 variants = VariantViewSet.as_view
 F = "v1/files/<str:file_id>"
 uploads = MultipartUploadViewSet.as_view
 U = "v1/uploads/multipart/<str:upload_id>"
+webhooks = WebhookViewSet.as_view
+W = "v1/webhooks/<str:webhook_id>"
 
 urlpatterns = [
     path("v1/me", MeView.as_view()),
@@ -38,6 +41,10 @@ urlpatterns = [
     path(f"{F}/transform", variants({"post": "transform"})),
     path(f"{F}/variants", variants({"get": "list"})),
     path(f"{F}/variants/<str:variant_id>/download-url", variants({"post": "download_url"})),
+    path("v1/webhooks", webhooks({"get": "list", "post": "create"})),
+    path(W, webhooks({"get": "retrieve", "delete": "destroy"})),
+    path(f"{W}/deliveries", webhooks({"get": "deliveries"})),
+    path(f"{W}/deliveries/<str:delivery_id>/redeliver", webhooks({"post": "redeliver"})),
     path("admin/", admin.site.urls),
 ]
 

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
+from django.utils import timezone
 
 from accounts.models import Project
 from storage_service.fields import public_id_field
@@ -45,3 +47,80 @@ class Event(models.Model):
 
     def __str__(self) -> str:
         return f"{self.type} {self.id}"
+
+
+class EndpointQuerySet(models.QuerySet["Endpoint"]):
+    def for_project(self, project: Project) -> EndpointQuerySet:
+        return self.filter(project=project)
+
+
+class Endpoint(models.Model):
+    """A URL of the project that receives the events it subscribes to, signed with its secret."""
+
+    class Status(models.TextChoices):
+        ACTIVE = "ACTIVE"
+
+    id = public_id_field("wh")
+    # Indexed by endpoint_project_created (project, -created_at).
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="webhook_endpoints", db_index=False
+    )
+    url = models.CharField(max_length=2048)
+    # Null means every event type, including types added later.
+    events = ArrayField(models.CharField(max_length=40), null=True)
+    # Kept in clear: every delivery signs with it. Shown once, at registration.
+    secret = models.CharField(max_length=80)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = EndpointQuerySet.as_manager()
+
+    class Meta:
+        indexes = [models.Index(fields=["project", "-created_at"], name="endpoint_project_created")]
+
+    def __str__(self) -> str:
+        return f"{self.id} {self.url}"
+
+
+class Delivery(models.Model):
+    """One event for one endpoint: its status, attempts and the time of its next attempt.
+
+    The next attempt's time lives here, not only in a Celery message, so the sweep can send
+    any due delivery whose message was lost. ``leased_until`` marks an attempt in flight: no
+    other worker claims the row until the attempt ends or the lease runs out (a dead worker).
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "PENDING"
+        DELIVERED = "DELIVERED"
+        FAILED = "FAILED"
+
+    id = public_id_field("dl")
+    # Indexed by delivery_endpoint_id (endpoint, -id): ids are time-ordered, newest first.
+    endpoint = models.ForeignKey(
+        Endpoint, on_delete=models.CASCADE, related_name="deliveries", db_index=False
+    )
+    event = models.ForeignKey(Event, on_delete=models.CASCADE, related_name="deliveries")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    response_status = models.IntegerField(null=True)
+    last_error = models.TextField(null=True)
+    delivered_at = models.DateTimeField(null=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    # Null once the delivery is DELIVERED or FAILED.
+    next_attempt_at = models.DateTimeField(null=True)
+    leased_until = models.DateTimeField(null=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["endpoint", "-id"], name="delivery_endpoint_id"),
+            # The sweep's scan: only pending rows, by due time.
+            models.Index(
+                fields=["next_attempt_at"],
+                name="delivery_pending_due",
+                condition=models.Q(status="PENDING"),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.id} {self.status}"

@@ -154,6 +154,14 @@ SERVICE_DELETE_GRACE_DAYS = env_int("SERVICE_DELETE_GRACE_DAYS", 7, minimum=0)
 SERVICE_WEBHOOK_RETRY_DELAYS_MS = env_int_list(
     "SERVICE_WEBHOOK_RETRY_DELAYS_MS", [1000, 5000, 30000, 120000], minimum=0
 )
+# A delivery attempt succeeds only on a 2xx within this many seconds (the contract's 10).
+SERVICE_WEBHOOK_TIMEOUT_SECONDS = env_int("SERVICE_WEBHOOK_TIMEOUT_SECONDS", 10, minimum=1)
+# Requests in flight at once per worker process (a thread pool over keep-alive connections).
+SERVICE_WEBHOOK_CONCURRENCY = env_int("SERVICE_WEBHOOK_CONCURRENCY", 32, minimum=1, maximum=256)
+# The Celery queue of the delivery tasks: its own worker, so image work never delays them.
+SERVICE_WEBHOOK_QUEUE = env_str("SERVICE_WEBHOOK_QUEUE", "webhooks")
+# The sweep sends deliveries overdue by more than this (their message is taken to be lost).
+SERVICE_WEBHOOK_SWEEP_GRACE_SECONDS = env_int("SERVICE_WEBHOOK_SWEEP_GRACE_SECONDS", 5, minimum=0)
 SERVICE_UPLOAD_URL_TTL_SECONDS = env_int("SERVICE_UPLOAD_URL_TTL_SECONDS", 900, minimum=60)
 SERVICE_MAX_SINGLE_UPLOAD_BYTES = env_int("SERVICE_MAX_SINGLE_UPLOAD_BYTES", 5 * GIB, minimum=1)
 SERVICE_MAX_MULTIPART_UPLOAD_BYTES = env_int(
@@ -193,7 +201,12 @@ CELERY_BEAT_SCHEDULE = {
         "task": "uploads.tasks.expire_multipart_uploads",
         "schedule": env_int("SERVICE_EXPIRE_MULTIPART_INTERVAL_SECONDS", 900, minimum=10),
     },
+    "sweep-webhook-deliveries": {
+        "task": "webhooks.tasks.sweep_due_deliveries",
+        "schedule": env_int("SERVICE_WEBHOOK_SWEEP_INTERVAL_SECONDS", 10, minimum=1),
+    },
 }
+CELERY_TASK_ROUTES = {"webhooks.tasks.*": {"queue": SERVICE_WEBHOOK_QUEUE}}
 
 # --- DRF ---------------------------------------------------------------------------------
 REST_FRAMEWORK = {

@@ -14,14 +14,15 @@ os.environ["AWS_STORAGE_BUCKET_NAME"] = os.environ.get(
 )
 
 from storage_service.settings.base import *
-from storage_service.env import env_secret
+from storage_service.env import env_bool, env_int_list, env_secret
 
 DEBUG = False
 SECRET_KEY = "test-secret-key"
 SERVICE_API_KEY_HASH_SECRET = "test-api-key-hash-secret"
 AWS_ACCESS_KEY_ID = env_secret("AWS_ACCESS_KEY_ID", "storage-dev")
 AWS_SECRET_ACCESS_KEY = env_secret("AWS_SECRET_ACCESS_KEY", "storage-dev-secret-0123456789")
-SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS = True
+# Off, as in production: the webhook tests that use a local receiver turn it on themselves.
+SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS = env_bool("SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS", False)
 ALLOWED_HOSTS = ["*"]
 # Keep test cache keys apart from a running `make run`.
 CACHES["default"]["KEY_PREFIX"] = "storage-test"
@@ -29,4 +30,8 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 # Test tasks go to their own queue, so a `make run` worker on the same Redis never takes them
 # (it would run them against the development database).
 CELERY_TASK_DEFAULT_QUEUE = "storage-test"
+SERVICE_WEBHOOK_QUEUE = "storage-test-webhooks"
+CELERY_TASK_ROUTES = {"webhooks.tasks.*": {"queue": SERVICE_WEBHOOK_QUEUE}}
+# Short retry delays, so the suite can watch a delivery go through all its attempts.
+SERVICE_WEBHOOK_RETRY_DELAYS_MS = env_int_list("SERVICE_WEBHOOK_RETRY_DELAYS_MS", [300, 600, 900])
 configure_storages(AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)

@@ -1,0 +1,352 @@
+"""Webhook delivery: deliveries per second, and latency from an event's commit to its arrival.
+
+One project with 20 endpoints on a local receiver (all events), then events recorded through
+``webhooks.services.event_record`` exactly as the API records them (one transaction each; the
+fan-out and the after-commit message included), in two phases:
+
+- paced: events at a steady rate (``--rate`` per second, default 30, so 600 deliveries per
+  second are offered, above the 500 goal), the latency a receiver sees in normal operation;
+- burst: events as fast as one process can commit them, the most the worker sends per
+  second (every delivery queues behind the burst, so its latency is the backlog's).
+
+The worker is the webhook worker exactly as ``make run`` starts it
+(``scripts/devservices.py:webhook_worker_command``), on the dev settings and the bench
+database, on its own queue name so a running ``make run`` never takes the bench's messages.
+The receiver is a separate process (one asyncio loop, HTTP/1.1 keep-alive) that records each
+request's arrival time; latency is arrival minus the time the event's transaction committed
+(the first after-commit callback). Both run on this machine and share its cores.
+
+    .venv/bin/python scripts/devservices.py exec -- .venv/bin/python bench/webhooks.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from _common import (
+    ROOT,
+    bench_database_url,
+    cpu_count,
+    delete_project,
+    ensure_database,
+    free_port,
+    log,
+    percentile,
+    server_environment,
+    setup_django,
+    table,
+)
+
+ENDPOINTS = 20
+# Threads recording events, like API processes: one alone cannot commit fast enough.
+PRODUCERS = 4
+QUEUE = "bench-webhooks"
+NODE = "bench-webhooks@%h"
+_EVENT_ID = re.compile(rb'"id":"(evt_[0-9a-z]+)"')
+
+
+# --- The receiver (its own process) -------------------------------------------------------
+
+
+async def _serve(port: int) -> None:
+    arrivals: list[tuple[str, str, float]] = []
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                request_line = await reader.readline()
+                if not request_line:
+                    return
+                length = 0
+                while True:
+                    line = await reader.readline()
+                    if line in (b"\r\n", b"\n", b""):
+                        break
+                    name, _, value = line.partition(b":")
+                    if name.strip().lower() == b"content-length":
+                        length = int(value.strip())
+                body = await reader.readexactly(length) if length else b""
+                now = time.time()
+                method, path, _ = request_line.decode().split(" ", 2)
+                if method == "GET" and path == "/arrivals":
+                    payload = json.dumps(arrivals).encode()
+                    arrivals.clear()
+                    writer.write(
+                        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                        + f"Content-Length: {len(payload)}\r\n\r\n".encode()
+                        + payload
+                    )
+                else:
+                    found = _EVENT_ID.search(body)
+                    arrivals.append((path, found.group(1).decode() if found else "", now))
+                    writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+                await writer.drain()
+        except (ConnectionError, asyncio.IncompleteReadError):
+            return
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", port, backlog=1024)
+    print("ready", flush=True)
+    async with server:
+        await server.serve_forever()
+
+
+def receiver_process(port: int) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--serve-receiver", str(port)], stdout=subprocess.PIPE
+    )
+    assert proc.stdout is not None
+    if proc.stdout.readline().strip() != b"ready":
+        raise SystemExit("the receiver did not start")
+    return proc
+
+
+def arrivals(port: int) -> list[tuple[str, str, float]]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/arrivals", timeout=30) as response:
+        return [tuple(item) for item in json.loads(response.read())]  # type: ignore[misc]
+
+
+# --- CPU accounting -----------------------------------------------------------------------
+
+
+def _ticks(pid: int) -> int:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0
+    return int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])
+
+
+def _postgres_ticks() -> int:
+    total = 0
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "comm").read_text().strip() in {"postgres", "postmaster"}:
+                    total += _ticks(int(entry.name))
+            except OSError:
+                continue
+    return total
+
+
+def cpu_snapshot(pids: dict[str, int]) -> dict[str, float]:
+    hz = os.sysconf("SC_CLK_TCK")
+    snapshot = {name: _ticks(pid) / hz for name, pid in pids.items()}
+    snapshot["bench"] = sum(os.times()[:2])
+    snapshot["postgres"] = _postgres_ticks() / hz
+    return snapshot
+
+
+# --- The run ------------------------------------------------------------------------------
+
+
+def start_worker(url: str) -> subprocess.Popen[bytes]:
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import devservices
+
+    command = [str(part) for part in devservices.webhook_worker_command(NODE)]
+    env = server_environment(url, SERVICE_WEBHOOK_QUEUE=QUEUE)
+    log(f"worker: {' '.join(command[1:])}")
+    # Its start-up banner goes nowhere; warnings and errors (stderr) still show.
+    return subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
+
+
+def wait_for_worker(proc: subprocess.Popen[bytes]) -> None:
+    from storage_service.celery import app
+
+    deadline = time.monotonic() + 60
+    node = NODE.replace("%h", __import__("socket").gethostname())
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit("the webhook worker exited at start-up")
+        if app.control.ping(destination=[node], timeout=0.5):
+            return
+    raise SystemExit("the webhook worker did not answer within 60 s")
+
+
+def record_events(project: Any, count: int, rate: float | None) -> dict[str, float]:
+    """Record ``count`` events, each in its own transaction, from ``PRODUCERS`` threads (as
+    API workers would), paced at ``rate`` per second or as fast as they go; return their
+    commit times by event id."""
+    from django.db import connection, transaction
+
+    from webhooks.services import event_record
+
+    committed: dict[str, float] = {}
+    counter = itertools.count()
+    started = time.monotonic()
+
+    def produce() -> None:
+        try:
+            while (n := next(counter)) < count:
+                if rate is not None:
+                    pause = started + n / rate - time.monotonic()
+                    if pause > 0:
+                        time.sleep(pause)
+                with transaction.atomic():
+                    holder: dict[str, str] = {}
+                    # Registered before event_record's own callback, so it runs first: the
+                    # moment of the commit.
+                    transaction.on_commit(
+                        lambda h=holder: committed.__setitem__(h["id"], time.time())
+                    )
+                    event = event_record(
+                        project=project,
+                        type="file.uploaded",
+                        data={"fileId": f"file_bench{n:022d}", "size": 1024 + n},
+                    )
+                    holder["id"] = event.id
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=produce) for _ in range(PRODUCERS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return committed
+
+
+def measure(
+    name: str, project: Any, count: int, rate: float | None, port: int, pids: dict[str, int]
+) -> tuple[list[str], dict[str, float]]:
+    expected = count * ENDPOINTS
+    before = cpu_snapshot(pids)
+    committed = record_events(project, count, rate)
+    offered_until = time.time()
+    got: list[tuple[str, str, float]] = []
+    deadline = time.monotonic() + 300
+    while len(got) < expected and time.monotonic() < deadline:
+        time.sleep(0.5)
+        got.extend(arrivals(port))
+    after = cpu_snapshot(pids)
+    latencies = [(at - committed[event_id]) * 1000 for _, event_id, at in got if event_id]
+    first_commit = min(committed.values())
+    last_arrival = max(at for _, _, at in got) if got else offered_until
+    seconds = last_arrival - first_commit
+    cpu = {key: (after[key] - before[key]) / seconds for key in after}
+    row = [
+        name,
+        f"{count:,}",
+        f"{count / (offered_until - first_commit):.0f}",
+        f"{len(got):,}/{expected:,}",
+        f"{seconds:.1f}",
+        f"{len(got) / seconds:.0f}",
+        f"{percentile(latencies, 50):.1f}",
+        f"{percentile(latencies, 99):.1f}",
+        f"{max(latencies):.1f}" if latencies else "-",
+    ]
+    return row, {"rate": len(got) / seconds, "p50": percentile(latencies, 50), **cpu}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--events", type=int, default=2000, help="events per phase")
+    parser.add_argument("--rate", type=float, default=30.0, help="paced phase: events per second")
+    parser.add_argument("--serve-receiver", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve_receiver is not None:
+        asyncio.run(_serve(args.serve_receiver))
+        return 0
+
+    url = bench_database_url()
+    ensure_database(url)
+    os.environ["SERVICE_WEBHOOK_QUEUE"] = QUEUE
+    setup_django(url)
+    from django.conf import settings
+
+    from accounts.services import project_create
+    from storage_service.celery import app
+    from webhooks.services import endpoint_create
+
+    with app.connection_for_write() as connection:
+        channel: Any = connection.default_channel
+        channel.queue_purge(QUEUE)
+    port = free_port()
+    receiver = receiver_process(port)
+    worker = start_worker(url)
+    project = project_create(name="bench-webhooks", organization_name="bench-webhooks")
+    try:
+        wait_for_worker(worker)
+        for n in range(ENDPOINTS):
+            endpoint_create(project=project, url=f"http://127.0.0.1:{port}/hook/{n}", events=None)
+        pids = {"worker": worker.pid, "receiver": receiver.pid}
+        # Warm-up: connections opened, code paths loaded.
+        measure("warm-up", project, 20, None, port, pids)
+        paced, paced_figures = measure("paced", project, args.events, args.rate, port, pids)
+        burst, burst_figures = measure("burst", project, args.events, None, port, pids)
+    finally:
+        for proc in (worker, receiver):
+            proc.terminate()
+        for proc in (worker, receiver):
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        # Deliveries hang off endpoints and events, not the project: they go first.
+        with psycopg.connect(url) as conn:
+            conn.execute(
+                "DELETE FROM webhooks_delivery WHERE endpoint_id IN"
+                " (SELECT id FROM webhooks_endpoint WHERE project_id = %s)",
+                (project.id,),
+            )
+        delete_project(url, project.id)
+
+    print(
+        f"\nWebhook delivery: {ENDPOINTS} endpoints (all events) on one local receiver, "
+        f"{args.events:,} events per phase"
+    )
+    print(
+        f"worker: the webhook worker as `make run` starts it (celery --pool threads, "
+        f"{os.environ.get('WEBHOOK_WORKER_THREADS', '8')} task threads, "
+        f"{settings.SERVICE_WEBHOOK_CONCURRENCY} sending threads), "
+        f"storage_service.settings.dev, on a {cpu_count()}-core machine"
+    )
+    print("latency: from the event's commit to the request's arrival at the receiver\n")
+    print(
+        table(
+            [
+                "phase",
+                "events",
+                "events/s",
+                "arrived",
+                "seconds",
+                "deliveries/s",
+                "p50 ms",
+                "p99 ms",
+                "max ms",
+            ],
+            [paced, burst],
+        )
+    )
+    print()
+    for name, figures in (("paced", paced_figures), ("burst", burst_figures)):
+        print(
+            f"CPU cores used, {name} (of {cpu_count()}): worker {figures['worker']:.2f}, "
+            f"receiver {figures['receiver']:.2f}, bench (events) {figures['bench']:.2f}, "
+            f"postgres {figures['postgres']:.2f} (every postgres process on the machine)"
+        )
+    best = max(paced_figures["rate"], burst_figures["rate"])
+    print("\nGoals:")
+    print(f"  [{'PASS' if best >= 500 else 'FAIL'}] at least 500 deliveries per second: {best:.0f}")
+    p50 = paced_figures["p50"]
+    print(f"  [{'PASS' if p50 < 100 else 'FAIL'}] p50 under 100 ms (paced): {p50:.1f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,52 @@
+"""Celery entry points of webhook delivery; the work itself is in webhooks/delivery.py.
+
+Every task here goes to the webhook queue (``CELERY_TASK_ROUTES``), served by its own worker.
+A message is only a hint to look at some rows now: the task re-reads them and sends only
+what is due, so a duplicate or a stale message does nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import datetime
+
+from celery import shared_task
+
+from webhooks import delivery
+
+logger = logging.getLogger(__name__)
+
+
+def enqueue(ids: Sequence[str], *, eta: datetime | None = None) -> None:
+    """Send a delivery message; never raise (the sweep sends what a lost message would have)."""
+    try:
+        if eta is None:
+            deliver.apply_async(args=(list(ids),), retry=False)
+        else:
+            deliver.apply_async(args=(list(ids),), eta=eta, retry=False)
+    except Exception:
+        logger.warning("could not enqueue %d webhook deliveries; the sweep will", len(ids))
+
+
+def schedule(retries: Sequence[delivery.Retry]) -> None:
+    for retry in retries:
+        enqueue(retry.ids, eta=retry.at)
+
+
+@shared_task(name="webhooks.tasks.deliver")
+def deliver(delivery_ids: list[str]) -> int:
+    """Attempt the due ones of these deliveries (one event's, or one retry's)."""
+    retries = delivery.deliver(delivery_ids)
+    schedule(retries)
+    return len(delivery_ids)
+
+
+@shared_task(name="webhooks.tasks.sweep_due_deliveries")
+def sweep_due_deliveries() -> int:
+    """Beat: send every pending delivery overdue by more than the grace (a lost message)."""
+    sent, retries = delivery.deliver_overdue()
+    schedule(retries)
+    if sent:
+        logger.info("webhook sweep: %d overdue deliveries attempted", sent)
+    return sent
