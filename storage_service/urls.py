@@ -10,6 +10,7 @@ from django.urls import path, re_path
 from accounts.views import MeView
 from files.views import FileViewSet, FolderViewSet
 from storage_service.errors import handler404 as handler404_view
+from storage_service.health import healthz, readyz
 
 files = FileViewSet.as_view
 F = "v1/files/<str:file_id>"
@@ -27,6 +28,8 @@ urlpatterns = [
     path(f"{F}/restore", files({"post": "restore"})),
     path("v1/folders", FolderViewSet.as_view({"get": "list"})),
     path("admin/", admin.site.urls),
+    path("healthz", healthz),
+    path("readyz", readyz),
 ]
 
 
