@@ -217,7 +217,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         # PostgreSQL unreachable (restarting, failing over, network): the transaction was
         # rolled back, so the client may simply retry. Django drops the broken connection
         # at the end of the request and opens a new one on the next, so this heals by itself.
-        logger.warning("database unavailable: %s", type(exc).__name__)
+        logger.warning("database unavailable: %s", type(exc).__name__, exc_info=True)
         return database_unavailable()
     # Anything else is a bug; it is logged with its traceback and answered without one.
     request = context.get("request")
@@ -241,6 +241,10 @@ def handler400(request: HttpRequest, exception: Exception | None = None) -> Http
 
 def handler403(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     return json_error(request, 403, "FORBIDDEN", "Permission denied.")
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    return json_error(request, 403, "FORBIDDEN", "CSRF verification failed.")
 
 
 def handler404(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:

@@ -12,7 +12,7 @@ import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from functools import lru_cache
+from functools import lru_cache, wraps
 from typing import Any, cast
 
 import boto3
@@ -20,19 +20,34 @@ import redis
 from botocore.config import Config
 from django.conf import settings
 from django.db import connection
-from django.http import HttpRequest, JsonResponse
-from django.views.decorators.http import require_safe
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
 
 from storage_service import objectstore
-from storage_service.errors import error_body
+from storage_service.errors import error_body, json_error
 
 logger = logging.getLogger(__name__)
 
 PROBE_TIMEOUT_SECONDS = 2.0
 
 
-@require_safe
-def healthz(request: HttpRequest) -> JsonResponse:
+def probe(view: Callable[[HttpRequest], HttpResponse]) -> Callable[[HttpRequest], HttpResponse]:
+    """GET and HEAD only, answering any other method with the JSON 405 (not a CSRF 403)."""
+
+    @csrf_exempt
+    @wraps(view)
+    def wrapped(request: HttpRequest) -> HttpResponse:
+        if request.method not in {"GET", "HEAD"}:
+            response = json_error(request, 405, "METHOD_NOT_ALLOWED", "Use GET or HEAD.")
+            response["Allow"] = "GET, HEAD"
+            return response
+        return view(request)
+
+    return wrapped
+
+
+@probe
+def healthz(request: HttpRequest) -> HttpResponse:
     return JsonResponse({"status": "ok"})
 
 
@@ -100,8 +115,8 @@ def _run(check: Callable[[], None]) -> dict[str, Any]:
     return outcome
 
 
-@require_safe
-def readyz(request: HttpRequest) -> JsonResponse:
+@probe
+def readyz(request: HttpRequest) -> HttpResponse:
     # The probes run side by side, so a dead dependency costs one timeout, not three.
     others = {name: check for name, check in CHECKS.items() if check is not _check_database}
     with ThreadPoolExecutor(max_workers=len(others)) as pool:

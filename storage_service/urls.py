@@ -6,6 +6,7 @@ from django.conf import settings
 from django.contrib import admin
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import path, re_path
+from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
 
 from accounts.views import MeView
 from files.views import FileViewSet, FolderViewSet
@@ -28,6 +29,8 @@ urlpatterns = [
     path(f"{F}/restore", files({"post": "restore"})),
     path("v1/folders", FolderViewSet.as_view({"get": "list"})),
     path("admin/", admin.site.urls),
+    path("v1/openapi.json", SpectacularJSONAPIView.as_view(), name="openapi"),
+    path("docs", SpectacularSwaggerView.as_view(url_name="openapi")),
     path("healthz", healthz),
     path("readyz", readyz),
 ]

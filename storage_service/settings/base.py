@@ -67,6 +67,9 @@ INSTALLED_APPS = [
     "django.contrib.postgres",
     "rest_framework",
     "django_filters",
+    "drf_spectacular",
+    # Swagger UI's files, served by the service itself (whitenoise): the docs need no CDN.
+    "drf_spectacular_sidecar",
     "storage_service",
     "accounts",
     "files",
@@ -91,6 +94,9 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "storage_service.urls"
+# A refused CSRF check answers the one error body too (the API's views are exempt; the admin
+# and the probes are not).
+CSRF_FAILURE_VIEW = "storage_service.errors.csrf_failure"
 WSGI_APPLICATION = "storage_service.wsgi.application"
 APPEND_SLASH = False
 
@@ -205,6 +211,27 @@ REST_FRAMEWORK = {
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_FILTER_BACKENDS": [],
     "DEFAULT_THROTTLE_CLASSES": ["storage_service.throttling.ApiKeyRateThrottle"],
+    "DEFAULT_SCHEMA_CLASS": "storage_service.openapi.AutoSchema",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "File storage service",
+    "DESCRIPTION": (
+        "Store and manage files; the bytes go straight between the client and S3-compatible "
+        "storage through presigned URLs. Every error answers "
+        '`{"error": {"code", "message", "details"?}}` and every response carries `X-Request-Id`.'
+    ),
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SERVE_AUTHENTICATION": [],
+    "COMPONENT_SPLIT_REQUEST": True,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "storage_service.openapi.add_unversioned_paths",
+    ],
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 # Per API key, per minute, shared by every API process through Redis; 0 turns a budget off.
 SERVICE_RATE_LIMIT_READS_PER_MINUTE = env_int(
