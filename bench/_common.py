@@ -498,7 +498,13 @@ def gunicorn(url: str, *, bench_routes: bool = False) -> Iterator[Server]:
     """
     port = free_port()
     workers = web_workers()
-    extra = {"SERVICE_BENCH_ROUTES": "true" if bench_routes else "false"}
+    extra = {
+        "SERVICE_BENCH_ROUTES": "true" if bench_routes else "false",
+        # The limiter stays on (its Redis round trip is part of every request's cost), with
+        # budgets no benchmark reaches.
+        "SERVICE_RATE_LIMIT_READS_PER_MINUTE": str(10**9),
+        "SERVICE_RATE_LIMIT_WRITES_PER_MINUTE": str(10**9),
+    }
     log_dir = Path(tempfile.mkdtemp(prefix="bench-gunicorn-"))
     log_path = log_dir / "gunicorn.log"
     cmd = [

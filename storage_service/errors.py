@@ -11,6 +11,7 @@ import logging
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
+from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from rest_framework import exceptions as drf_exceptions
 from rest_framework.response import Response
@@ -161,6 +162,12 @@ class StorageUnavailable(ApiError):
     status, code = 503, "STORAGE_UNAVAILABLE"
 
 
+class ServiceUnavailable(ApiError):
+    """The database (or another dependency) did not answer: retry shortly, nothing changed."""
+
+    status, code = 503, "SERVICE_UNAVAILABLE"
+
+
 # --- Rendering -----------------------------------------------------------------------------
 
 _DRF_CODES: dict[type[Exception], tuple[int, str]] = {
@@ -221,6 +228,12 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
             return response
     if isinstance(exc, drf_exceptions.APIException):
         return Response(error_body("ERROR", str(exc.detail)), status=exc.status_code)
+    if isinstance(exc, OperationalError | InterfaceError):
+        # PostgreSQL unreachable (restarting, failing over, network): the transaction was
+        # rolled back, so the client may simply retry. Django drops the broken connection
+        # at the end of the request and opens a new one on the next, so this heals by itself.
+        logger.warning("database unavailable: %s", type(exc).__name__, exc_info=True)
+        return database_unavailable()
     # Anything else is a bug; it is logged with its traceback and answered without one.
     request = context.get("request")
     request_id = getattr(getattr(request, "_request", request), "request_id", "-")
@@ -245,8 +258,19 @@ def handler403(request: HttpRequest, exception: Exception | None = None) -> Http
     return json_error(request, 403, "FORBIDDEN", "Permission denied.")
 
 
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    return json_error(request, 403, "FORBIDDEN", "CSRF verification failed.")
+
+
 def handler404(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     return json_error(request, 404, "NOT_FOUND", "No such route.")
+
+
+def database_unavailable() -> Response:
+    error = ServiceUnavailable("The service's database is not answering; retry shortly.")
+    response = Response(error.body(), status=error.status)
+    response["Retry-After"] = "1"
+    return response
 
 
 def handler500(request: HttpRequest) -> HttpResponse:

@@ -6,10 +6,12 @@ from django.conf import settings
 from django.contrib import admin
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import path, re_path
+from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
 
 from accounts.views import MeView
 from files.views import FileViewSet, FolderViewSet
 from storage_service.errors import handler404 as handler404_view
+from storage_service.health import healthz, readyz
 from uploads.views import MultipartUploadViewSet
 from variants.views import VariantViewSet
 from webhooks.views import WebhookViewSet
@@ -46,6 +48,10 @@ urlpatterns = [
     path(f"{W}/deliveries", webhooks({"get": "deliveries"})),
     path(f"{W}/deliveries/<str:delivery_id>/redeliver", webhooks({"post": "redeliver"})),
     path("admin/", admin.site.urls),
+    path("v1/openapi.json", SpectacularJSONAPIView.as_view(), name="openapi"),
+    path("docs", SpectacularSwaggerView.as_view(url_name="openapi")),
+    path("healthz", healthz),
+    path("readyz", readyz),
 ]
 
 

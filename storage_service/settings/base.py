@@ -36,6 +36,9 @@ def database_from_url(url: str) -> dict[str, object]:
     if "host" in query:
         host = query.pop("host")
     options: dict[str, object] = dict(query)
+    # Without it a connect to an unreachable host waits for the kernel's TCP timeout (minutes);
+    # the API would hang instead of answering 503 while PostgreSQL is away.
+    options.setdefault("connect_timeout", env_int("DATABASE_CONNECT_TIMEOUT", 5, minimum=1))
     return {
         "ENGINE": "django.db.backends.postgresql",
         "NAME": name,
@@ -64,6 +67,9 @@ INSTALLED_APPS = [
     "django.contrib.postgres",
     "rest_framework",
     "django_filters",
+    "drf_spectacular",
+    # Swagger UI's files, served by the service itself (whitenoise): the docs need no CDN.
+    "drf_spectacular_sidecar",
     "storage_service",
     "accounts",
     "files",
@@ -74,6 +80,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "storage_service.middleware.RequestIdMiddleware",
+    # Inside the request id (it logs it), outside everything else (it times all of it).
+    "storage_service.logs.RequestLogMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # The admin's assets, served by the app itself in every profile (no separate web server).
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -86,6 +94,9 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "storage_service.urls"
+# A refused CSRF check answers the one error body too (the API's views are exempt; the admin
+# and the probes are not).
+CSRF_FAILURE_VIEW = "storage_service.errors.csrf_failure"
 WSGI_APPLICATION = "storage_service.wsgi.application"
 APPEND_SLASH = False
 
@@ -188,6 +199,9 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# The worker logs through LOGGING above (JSON lines with the task's name and id), not its own
+# formatter.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BEAT_SCHEDULE = {
     "purge-deleted-files": {
         "task": "files.tasks.purge_deleted_files",
@@ -217,14 +231,60 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "storage_service.errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_FILTER_BACKENDS": [],
+    "DEFAULT_THROTTLE_CLASSES": ["storage_service.throttling.ApiKeyRateThrottle"],
+    "DEFAULT_SCHEMA_CLASS": "storage_service.openapi.AutoSchema",
 }
+SPECTACULAR_SETTINGS = {
+    "TITLE": "File storage service",
+    "DESCRIPTION": (
+        "Store and manage files; the bytes go straight between the client and S3-compatible "
+        "storage through presigned URLs. Every error answers "
+        '`{"error": {"code", "message", "details"?}}` and every response carries `X-Request-Id`.'
+    ),
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SERVE_AUTHENTICATION": [],
+    "COMPONENT_SPLIT_REQUEST": True,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "storage_service.openapi.add_unversioned_paths",
+    ],
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+# Per API key, per minute, shared by every API process through Redis; 0 turns a budget off.
+SERVICE_RATE_LIMIT_READS_PER_MINUTE = env_int(
+    "SERVICE_RATE_LIMIT_READS_PER_MINUTE", 6000, minimum=0
+)
+SERVICE_RATE_LIMIT_WRITES_PER_MINUTE = env_int(
+    "SERVICE_RATE_LIMIT_WRITES_PER_MINUTE", 1200, minimum=0
+)
 
+# One JSON object per line (storage_service/logs.py); SERVICE_LOG_FORMAT=plain for reading by eye.
+SERVICE_LOG_FORMAT = env_str("SERVICE_LOG_FORMAT", "json")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "formatters": {
+        "json": {"()": "storage_service.logs.JsonFormatter"},
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+    },
+    "filters": {"task": {"()": "storage_service.logs.TaskContextFilter"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain" if SERVICE_LOG_FORMAT == "plain" else "json",
+            "filters": ["task"],
+        }
+    },
     "root": {"handlers": ["console"], "level": env_str("SERVICE_LOG_LEVEL", "INFO")},
+    "loggers": {
+        # botocore logs request URLs and headers (presigned signatures) at DEBUG.
+        "botocore": {"level": "WARNING"},
+        "urllib3": {"level": "WARNING"},
+    },
 }
 
 

@@ -96,6 +96,7 @@ def test_production_settings_load_with_their_secrets() -> None:
         SERVICE_API_KEY_HASH_SECRET="h",
         AWS_ACCESS_KEY_ID="a",
         AWS_SECRET_ACCESS_KEY="s",
+        SERVICE_ALLOWED_HOSTS="files.example.com",
     )
     assert result.returncode == 0, result.stderr
 

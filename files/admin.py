@@ -1,0 +1,148 @@
+"""Files for operators: find any file, see its versions, and delete or restore it.
+
+Everything is read-only. A file's fields move together with its stored objects, versions and
+events (a rename emits `file.updated`, a status change must keep the outbox and the purge
+consistent), so the only changes offered go through the same services as the API: the
+"delete" and "restore" actions, which emit their events like an API call would.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from files.models import File, FileVersion, StoredObject
+from files.services import file_delete, file_restore
+from storage_service.errors import ApiError
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Rows written only by the service: staff may look, not add, edit or delete."""
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class ReadOnlyInline(admin.TabularInline):
+    extra = 0
+    can_delete = False
+    show_change_link = False
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class FileVersionInline(ReadOnlyInline):
+    model = FileVersion
+    fields = ("version", "content_type", "size", "checksum", "stored_object", "created_at")
+    readonly_fields = fields
+    ordering = ("-version",)
+
+
+def _each_file(
+    modeladmin: admin.ModelAdmin,
+    request: HttpRequest,
+    queryset: QuerySet[File],
+    action: Any,
+    verb: str,
+) -> None:
+    done, refused = 0, []
+    for file in queryset.select_related("project"):
+        try:
+            action(project=file.project, file_id=file.id)
+        except ApiError as exc:
+            refused.append(f"{file.id}: {exc.message}")
+        else:
+            done += 1
+    modeladmin.message_user(request, f"{verb} {done} file(s).", messages.SUCCESS)
+    for reason in refused:
+        modeladmin.message_user(request, reason, messages.WARNING)
+
+
+@admin.action(description="Delete the selected files (restorable during the grace window)")
+def delete_files(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet) -> None:
+    _each_file(modeladmin, request, queryset, file_delete, "Deleted")
+
+
+@admin.action(description="Restore the selected deleted files")
+def restore_files(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet) -> None:
+    _each_file(modeladmin, request, queryset, file_restore, "Restored")
+
+
+@admin.register(File)
+class FileAdmin(ReadOnlyAdmin):
+    list_display = (
+        "id",
+        "filename",
+        "path",
+        "project",
+        "status",
+        "content_type",
+        "size",
+        "version",
+        "created_at",
+    )
+    list_filter = ("status", "content_type", "sniffed_type")
+    list_select_related = ("project",)
+    # Exact ids (the index), filename substrings, and the project by id or name.
+    search_fields = ("=id", "filename", "=project__id", "project__name")
+    search_help_text = "A file id, part of a filename, or a project id or name."
+    date_hierarchy = "created_at"
+    show_full_result_count = False  # an exact count of millions of rows on every page is slow
+    actions = [delete_files, restore_files]
+    inlines = [FileVersionInline]
+    fields = (
+        "id",
+        "project",
+        "filename",
+        "path",
+        "status",
+        "version",
+        "content_type",
+        "sniffed_type",
+        "size",
+        "checksum",
+        "metadata",
+        "current_object",
+        "replacement_object",
+        "created_at",
+        "updated_at",
+        "uploaded_at",
+        "deleted_at",
+        "status_before_delete",
+        "purged_at",
+    )
+    readonly_fields = fields
+
+
+@admin.register(StoredObject)
+class StoredObjectAdmin(ReadOnlyAdmin):
+    list_display = ("id", "project", "state", "declared_type", "size", "created_at", "purged_at")
+    list_filter = ("state",)
+    search_fields = ("=storage_key", "=project__id")
+    readonly_fields = (
+        "project",
+        "storage_key",
+        "state",
+        "declared_type",
+        "declared_size",
+        "size",
+        "sniffed_type",
+        "checksum",
+        "upload_expires_at",
+        "created_at",
+        "purged_at",
+    )
+    show_full_result_count = False

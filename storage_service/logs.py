@@ -1,0 +1,96 @@
+"""Structured logs: one JSON object per line, from the API, the workers and beat alike.
+
+Every record carries its time, level, logger and message, plus whatever context it was logged
+with (``extra=``) and, inside a Celery task, the task's name and id. Request lines come from
+``RequestLogMiddleware``: one per request, written after the response, so they hold the status
+and the time it took.
+
+What never reaches a log: API keys (only their 16-character display prefix), webhook secrets,
+presigned URLs (their signatures are credentials). Nothing here logs a URL's query string, and
+botocore's own debug output, which would, is kept at WARNING in the settings.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+
+# Attributes every LogRecord has; anything else on a record came from ``extra=`` and is context.
+_STANDARD_ATTRS = frozenset(
+    vars(logging.LogRecord("", 0, "", 0, "", None, None)).keys() | {"message", "asctime"}
+)
+
+request_logger = logging.getLogger("storage_service.requests")
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds")[
+                :-6
+            ]
+            + "Z",
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        for key, value in vars(record).items():
+            if key not in _STANDARD_ATTRS and not key.startswith("_"):
+                line[key] = value
+        if record.exc_info:
+            line["exception"] = self.formatException(record.exc_info)
+        return json.dumps(line, default=str, ensure_ascii=False)
+
+
+class TaskContextFilter(logging.Filter):
+    """Adds ``task`` and ``taskId`` to every record logged while a Celery task runs."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from celery import current_task
+
+        task = current_task
+        request = getattr(task, "request", None) if task else None
+        task_id = getattr(request, "id", None)
+        if task_id and not hasattr(record, "taskId"):
+            record.task = task.name
+            record.taskId = task_id
+        return True
+
+
+class RequestLogMiddleware:
+    """One line per request: id, method, route pattern, status, duration, project and key."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        started = time.perf_counter()
+        response = self.get_response(request)
+        duration_ms = round((time.perf_counter() - started) * 1000, 2)
+        match = request.resolver_match
+        # The route pattern, not the path: it names the endpoint without the ids in it, and
+        # never carries a query string.
+        route = match.route if match is not None else None
+        api_key = getattr(request, "auth", None)
+        request_logger.info(
+            "%s %s %s",
+            request.method,
+            route or "-",
+            response.status_code,
+            extra={
+                "requestId": getattr(request, "request_id", None),
+                "method": request.method,
+                "route": route,
+                "status": response.status_code,
+                "durationMs": duration_ms,
+                "projectId": getattr(api_key, "project_id", None),
+                "keyPrefix": getattr(api_key, "prefix", None),
+            },
+        )
+        return response

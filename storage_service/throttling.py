@@ -1,0 +1,83 @@
+"""Rate limits per API key, counted in Redis so every API process shares one budget.
+
+Each key has two budgets per minute: reads (GET, HEAD, OPTIONS) and writes (everything else),
+each a setting. The count is a fixed one-minute window: one ``INCR`` plus ``EXPIRE`` in a single
+round trip, which is all a request pays. A fixed window lets a client spend up to twice its
+budget across a window boundary; that is the usual trade for one cheap atomic operation, and
+the budget is the long-run average that matters for protecting the service.
+
+If Redis does not answer, requests are let through (and a warning is logged): a rate limiter
+that turned a Redis outage into an API outage would do more harm than the traffic it stops.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from functools import lru_cache
+from typing import Any
+
+import redis
+from django.conf import settings
+from rest_framework.request import Request
+from rest_framework.throttling import BaseThrottle
+
+from accounts.models import ApiKey
+
+logger = logging.getLogger(__name__)
+
+WINDOW_SECONDS = 60
+READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+@lru_cache(maxsize=1)
+def _redis() -> redis.Redis:
+    # Short timeouts: a slow Redis must not hold a request for long (see fail-open above).
+    return redis.Redis.from_url(
+        settings.REDIS_URL, socket_timeout=0.25, socket_connect_timeout=0.25
+    )
+
+
+def reset_client() -> None:
+    """Forget the cached client (tests that point REDIS_URL elsewhere)."""
+    _redis.cache_clear()
+
+
+def budget(method: str) -> tuple[str, int]:
+    """The bucket name and per-minute limit for a request method (0 means unlimited)."""
+    if method.upper() in READ_METHODS:
+        return "r", settings.SERVICE_RATE_LIMIT_READS_PER_MINUTE
+    return "w", settings.SERVICE_RATE_LIMIT_WRITES_PER_MINUTE
+
+
+class ApiKeyRateThrottle(BaseThrottle):
+    def __init__(self) -> None:
+        self._wait: float | None = None
+
+    def allow_request(self, request: Request, view: Any) -> bool:
+        api_key = request.auth
+        if not isinstance(api_key, ApiKey):
+            return True  # unauthenticated requests are refused by the permission check
+        bucket, limit = budget(request.method or "GET")
+        if limit <= 0:
+            return True
+        now = time.time()
+        window = int(now // WINDOW_SECONDS)
+        # The cache's prefix keeps the suite's counters apart from a running `make run`'s.
+        prefix = settings.CACHES["default"].get("KEY_PREFIX", "storage")
+        key = f"{prefix}:rl:{api_key.pk}:{bucket}:{window}"
+        try:
+            pipe = _redis().pipeline(transaction=False)
+            pipe.incr(key)
+            pipe.expire(key, WINDOW_SECONDS + 5, nx=True)
+            count, _ = pipe.execute()
+        except redis.RedisError as exc:
+            logger.warning("rate limiter skipped: Redis unavailable (%s)", type(exc).__name__)
+            return True
+        if int(count) <= limit:
+            return True
+        self._wait = (window + 1) * WINDOW_SECONDS - now
+        return False
+
+    def wait(self) -> float | None:
+        return self._wait

@@ -1,0 +1,68 @@
+"""/healthz and /readyz: no key needed; readiness names the dependency that is down."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from django.test import Client
+from django.test.utils import override_settings
+
+from storage_service import health
+from tests.factories import Actor
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _fresh_probe_clients() -> Iterator[None]:
+    health._redis.cache_clear()
+    health._s3.cache_clear()
+    yield
+    health._redis.cache_clear()
+    health._s3.cache_clear()
+
+
+def test_healthz_answers_without_a_key() -> None:
+    response = Client().get("/healthz")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok"}
+    assert response["X-Request-Id"]
+
+
+def test_readyz_reports_every_dependency_ok() -> None:
+    response = Client().get("/readyz")
+    assert response.status_code == 200, response.json()
+    body = response.json()
+    assert body["status"] == "ok"
+    assert {name: check["status"] for name, check in body["checks"].items()} == {
+        "database": "ok",
+        "redis": "ok",
+        "objectStore": "ok",
+    }
+
+
+def test_readyz_is_503_with_the_error_body_when_redis_is_down() -> None:
+    with override_settings(REDIS_URL="redis://127.0.0.1:1/0"):
+        response = Client().get("/readyz")
+    assert response.status_code == 503
+    error = response.json()["error"]
+    assert error["code"] == "SERVICE_UNAVAILABLE"
+    assert "redis" in error["message"]
+    assert error["details"]["checks"]["redis"]["status"] == "unavailable"
+    assert error["details"]["checks"]["database"]["status"] == "ok"
+    assert response["Retry-After"]
+
+
+def test_readyz_is_503_when_the_object_store_is_down() -> None:
+    with override_settings(AWS_S3_ENDPOINT_URL="http://127.0.0.1:1"):
+        response = Client().get("/readyz")
+    assert response.status_code == 503
+    checks = response.json()["error"]["details"]["checks"]
+    assert checks["objectStore"]["status"] == "unavailable"
+    assert checks["redis"]["status"] == "ok"
+
+
+def test_probes_only_answer_get_and_head(owner: Actor) -> None:
+    assert Client().post("/healthz").status_code == 405
+    assert Client().head("/readyz").status_code == 200
