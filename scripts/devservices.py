@@ -917,7 +917,8 @@ def cmd_run(args: argparse.Namespace, services: Services) -> int:
             VENV_BIN / "gunicorn", "storage_service.wsgi:application",
             "--bind", f"127.0.0.1:{port}",
             "--workers", str(workers), "--threads", "1", "--worker-class", "sync",
-            "--access-logfile", "-",
+            # No access log: the service writes its own JSON line per request
+            # (storage_service/logs.py), with the request id, project and key prefix.
             # Below our 10 s SIGKILL deadline, so in-flight requests can finish on Ctrl-C.
             "--graceful-timeout", "8",
             # Its default control socket is one path per user (~/.gunicorn/gunicorn.ctl),
