@@ -493,8 +493,9 @@ def cpu_times(gunicorn_group: int) -> CpuTimes:
 def gunicorn(url: str, *, bench_routes: bool = False) -> Iterator[Server]:
     """Gunicorn as ``scripts/devservices.py run`` starts it, on a free 127.0.0.1 port.
 
-    The command line is devservices' (sync workers, 1 thread, WEB_CONCURRENCY or 2 x CPUs,
-    access log on stdout); here its output goes to a temporary file, shown if it fails.
+    The command line is devservices' (sync workers, 1 thread, WEB_CONCURRENCY or 2 x CPUs, no
+    access log: the service logs each request itself, as one JSON line); here its output goes
+    to a temporary file, shown if it fails.
     """
     port = free_port()
     workers = web_workers()
@@ -518,8 +519,6 @@ def gunicorn(url: str, *, bench_routes: bool = False) -> Iterator[Server]:
         "1",
         "--worker-class",
         "sync",
-        "--access-logfile",
-        "-",
         "--graceful-timeout",
         "8",
     ]
