@@ -44,6 +44,8 @@ COMPONENTS.update(
                 "status": {"type": "string", "enum": list(Endpoint.Status.values)},
                 "createdAt": TIMESTAMP,
             },
+            # Never the secret (or anything else): it is shown once, in the create answer.
+            additionalProperties=False,
         ),
         "Delivery": obj(
             [

@@ -176,6 +176,7 @@ def _resources(actor: Actor, name: str) -> dict[str, str]:
         "variant_id": variant.id,
         "webhook_id": endpoint.id,
         "delivery_id": delivery.id,
+        "secret": endpoint.secret,
     }
 
 
@@ -219,6 +220,8 @@ def test_fuzzing_with_a_key_finds_no_500_no_schema_break_and_no_leak(
     assert response.status_code < 500, response.text
     for theirs in targets["theirs"].values():
         assert theirs not in response.text
+    # A webhook's secret is shown once, when it is registered, and never again.
+    assert targets["mine"]["secret"] not in response.text
     assert targets["sibling"].project.id not in response.text
 
 
