@@ -47,6 +47,17 @@ class FileFilter(django_filters.FilterSet):
         model = File
         fields: list[str] = []
 
+    def is_valid(self) -> bool:
+        valid = super().is_valid()
+        # A form's ChoiceField takes "" as "not given", so `?status=` listed everything while
+        # `?order=` and `?sortBy=` are refused: an empty status is a bad value like any other.
+        if self.data.get("status") == "":
+            self.form.add_error(
+                "status", f"Must be one of: {', '.join(File.Status.values)}; omit it for all."
+            )
+            return False
+        return valid
+
     @property
     def qs(self) -> FileQuerySet:
         queryset = super().qs

@@ -96,6 +96,7 @@ describe(
             },
             *NOT_FOUND,
             "FILE_NOT_PENDING",
+            "UPLOAD_IS_MULTIPART",
             "OBJECT_NOT_FOUND",
             "UPLOAD_SIZE_MISMATCH",
             "CONTENT_TYPE_MISMATCH",

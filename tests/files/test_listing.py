@@ -87,6 +87,15 @@ def test_search_path_status_and_content_type_filters(owner: Actor) -> None:
     assert names(contentType="application/pdf") == {"tax.pdf"}
 
 
+@pytest.mark.parametrize("status", ["", "archived"])
+def test_an_empty_or_unknown_status_is_refused(owner: Actor, status: str) -> None:
+    # Found by the OpenAPI fuzzing: `?status=` used to list every file, like no filter.
+    response = owner.get("/v1/files", {"status": status})
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "VALIDATION_ERROR"
+    assert "status" in response.json()["error"]["details"]
+
+
 def test_deleted_files_appear_only_in_the_trash(owner: Actor) -> None:
     kept = uploaded_file(owner, filename="kept.png")
     gone = uploaded_file(owner, filename="gone.png")

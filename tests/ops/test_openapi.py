@@ -13,15 +13,28 @@ import pytest
 import schemathesis
 from django.core.handlers.wsgi import WSGIHandler
 from django.core.signals import request_finished, request_started
-from django.db import close_old_connections
-from django.test import Client
+from django.db import close_old_connections, transaction
+from django.test import Client, override_settings
 from django.urls import URLPattern, URLResolver, get_resolver
 from drf_spectacular.validation import validate_schema
 from hypothesis import HealthCheck, settings
-from schemathesis.specs.openapi.checks import positive_data_acceptance
+from schemathesis.checks import not_a_server_error
+from schemathesis.core import NOT_SET
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    positive_data_acceptance,
+    response_schema_conformance,
+    status_code_conformance,
+)
 
-from tests.factories import Actor
+from tests.factories import Actor, png_bytes
 from tests.helpers import uploaded_file
+from tests.storage import put_to
+from variants.models import Variant
+from variants.services import variant_process
+from webhooks.models import Delivery, Endpoint
+from webhooks.services import event_record
+from webhooks.signing import new_secret
 
 pytestmark = pytest.mark.django_db
 
@@ -135,23 +148,59 @@ FUZZ = settings(
 )
 
 
+# Each path parameter, and how to make one of a project's resources for it.
+ID_PARAMETERS = ("file_id", "upload_id", "variant_id", "webhook_id", "delivery_id")
+
+
+def _resources(actor: Actor, name: str) -> dict[str, str]:
+    """An uploaded image (so it has its thumbnail variant), a multipart upload, and a webhook
+    endpoint with one delivery, all of this actor's project."""
+    file = uploaded_file(actor, png_bytes(), contentType="image/png", filename=f"{name}.png")
+    upload = actor.post(
+        "/v1/uploads/multipart",
+        {"filename": f"{name}.bin", "contentType": "application/octet-stream", "size": 10},
+    )
+    assert upload.status_code == 201, upload.json()
+    variant = Variant.objects.get(file_id=file["id"])
+    # Made directly: registering through the API would resolve the URL's host, and this
+    # endpoint is never sent to (on_commit does not run inside the test's transaction).
+    endpoint = Endpoint.objects.create(
+        project=actor.project, url=f"https://{name}.example.com/hook", secret=new_secret()
+    )
+    with transaction.atomic():
+        event = event_record(project=actor.project, type="file.created", data={"fileId": "x"})
+    delivery = Delivery.objects.get(event=event, endpoint=endpoint)
+    return {
+        "file_id": file["id"],
+        "upload_id": upload.json()["data"]["upload"]["id"],
+        "variant_id": variant.id,
+        "webhook_id": endpoint.id,
+        "delivery_id": delivery.id,
+        "secret": endpoint.secret,
+    }
+
+
 @pytest.fixture
 def targets(owner: Actor, sibling: Actor) -> dict[str, Any]:
-    """A file of the caller's and one of another project's, for the fuzzer to aim at."""
-    mine = uploaded_file(owner, b"mine", contentType="text/plain")
-    theirs = uploaded_file(sibling, b"theirs", contentType="text/plain", filename="theirs.txt")
-    return {"owner": owner, "mine": mine["id"], "theirs": theirs["id"], "sibling": sibling}
+    """Resources of the caller's and of another project's, for the fuzzer to aim at."""
+    return {
+        "owner": owner,
+        "mine": _resources(owner, "mine"),
+        "theirs": _resources(sibling, "theirs"),
+        "sibling": sibling,
+    }
 
 
 def aim(case: Any, targets: dict[str, Any]) -> None:
-    """Point a third of the generated file ids at our file and a third at the other project's."""
-    generated = case.path_parameters.get("file_id") if case.path_parameters else None
-    if isinstance(generated, str):
-        choice = sum(generated.encode()) % 3
-        if choice == 1:
-            case.path_parameters["file_id"] = targets["mine"]
-        elif choice == 2:
-            case.path_parameters["file_id"] = targets["theirs"]
+    """Point a third of the generated ids at our resource and a third at the other project's."""
+    for name in ID_PARAMETERS:
+        generated = case.path_parameters.get(name) if case.path_parameters else None
+        if isinstance(generated, str):
+            choice = sum(generated.encode()) % 3
+            if choice == 1:
+                case.path_parameters[name] = targets["mine"][name]
+            elif choice == 2:
+                case.path_parameters[name] = targets["theirs"][name]
 
 
 @schema.parametrize()
@@ -169,7 +218,10 @@ def test_fuzzing_with_a_key_finds_no_500_no_schema_break_and_no_leak(
             excluded_checks=[positive_data_acceptance],
         )
     assert response.status_code < 500, response.text
-    assert targets["theirs"] not in response.text
+    for theirs in targets["theirs"].values():
+        assert theirs not in response.text
+    # A webhook's secret is shown once, when it is registered, and never again.
+    assert targets["mine"]["secret"] not in response.text
     assert targets["sibling"].project.id not in response.text
 
 
@@ -184,3 +236,73 @@ def test_fuzzing_without_a_key_is_always_401(case: Any, targets: dict[str, Any])
         response = case.call()
     assert response.status_code == 401, (case.method, case.path, response.text)
     assert response.json()["error"]["code"] == "UNAUTHENTICATED"
+
+
+# --- The success paths, answer by answer ----------------------------------------------------
+
+WALK_CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_schema_conformance,
+]
+
+
+def test_the_success_answers_of_uploads_variants_and_webhooks_match_the_schema(
+    targets: dict[str, Any],
+) -> None:
+    """The fuzzer rarely lands on a success of these endpoints (ids must line up, a variant
+    must be ready): walk each one's success path and check its answer against the document."""
+    owner, mine = targets["owner"], targets["mine"]
+
+    def call(method: str, path: str, status: int, body: Any = NOT_SET, **ids: str) -> Any:
+        operation = schema[path][method]
+        case = operation.Case(path_parameters={**mine, **ids}, body=body)
+        case.path_parameters = {
+            k: v for k, v in case.path_parameters.items() if "{" + k + "}" in path
+        }
+        if body is not NOT_SET:
+            case.media_type = "application/json"
+        with keeping_the_test_connection():
+            response = case.call_and_validate(
+                headers={"Authorization": f"Bearer {owner.key.raw_key}"}, checks=WALK_CHECKS
+            )
+        assert response.status_code == status, response.text
+        return response.json()
+
+    # Variants: list, a new one (202), and a ready one's download URL.
+    call("GET", "/v1/files/{file_id}/variants", 200)
+    call("POST", "/v1/files/{file_id}/transform", 202, {"width": 32, "format": "png"})
+    assert variant_process(variant_id=mine["variant_id"]).status == "ready"
+    call("POST", "/v1/files/{file_id}/variants/{variant_id}/download-url", 200, {})
+
+    # Multipart: new URLs, the parts held, a completed upload, and an abort.
+    call("POST", "/v1/uploads/multipart/{upload_id}/parts", 200, {"partNumbers": [1]})
+    call("GET", "/v1/uploads/multipart/{upload_id}/parts", 200)
+    started = call(
+        "POST",
+        "/v1/uploads/multipart",
+        201,
+        {"filename": "walk.bin", "contentType": "application/octet-stream", "size": 5},
+    )["data"]["upload"]
+    etag = put_to({**started["parts"][0], "method": "PUT", "headers": {}}, b"bytes")
+    assert etag.status_code == 200, etag.text
+    parts = [{"partNumber": 1, "etag": etag.headers["ETag"]}]
+    call(
+        "POST",
+        "/v1/uploads/multipart/{upload_id}/complete",
+        200,
+        {"parts": parts},
+        upload_id=started["id"],
+    )
+    call("DELETE", "/v1/uploads/multipart/{upload_id}", 200)
+
+    # Webhooks: register (IP literal: no DNS), list, get, deliveries, redeliver, delete.
+    with override_settings(SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS=True):
+        created = call("POST", "/v1/webhooks", 201, {"url": "https://127.0.0.1/hook"})
+    assert created["data"]["secret"]
+    call("GET", "/v1/webhooks", 200)
+    call("GET", "/v1/webhooks/{webhook_id}", 200)
+    call("GET", "/v1/webhooks/{webhook_id}/deliveries", 200)
+    call("POST", "/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver", 202, {})
+    call("DELETE", "/v1/webhooks/{webhook_id}", 200)
