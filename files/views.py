@@ -25,7 +25,7 @@ from files.validation import clean_path
 from storage_service import objectstore
 from storage_service.context import project_of
 from storage_service.errors import ValidationError
-from storage_service.serializers import validated
+from storage_service.serializers import validated, validated_query
 from storage_service.timefmt import iso
 
 _IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,255}$")
@@ -50,17 +50,6 @@ class FileListQuery(serializers.Serializer):
 
 
 FILTER_PARAMS = ("search", "path", "status", "contentType")
-
-
-def _query(serializer_class: type[serializers.Serializer], request: Request) -> dict[str, Any]:
-    # A parameter given twice is ambiguous; refuse it rather than pick one.
-    repeated = [key for key in request.query_params if len(request.query_params.getlist(key)) > 1]
-    if repeated:
-        raise ValidationError(
-            "A query parameter was given more than once.",
-            details={key: ["Given more than once."] for key in repeated},
-        )
-    return validated(serializer_class, request.query_params.dict())
 
 
 class FileViewSet(viewsets.ViewSet):
@@ -110,7 +99,7 @@ class FileViewSet(viewsets.ViewSet):
         )
 
     def list(self, request: Request) -> Response:
-        query = _query(FileListQuery, request)
+        query = validated_query(FileListQuery, request)
         params = request.query_params
         page = selectors.file_list(
             project=project_of(request),
@@ -199,7 +188,7 @@ class FolderListQuery(serializers.Serializer):
 
 class FolderViewSet(viewsets.ViewSet):
     def list(self, request: Request) -> Response:
-        query = _query(FolderListQuery, request)
+        query = validated_query(FolderListQuery, request)
         page = selectors.folder_list(
             project=project_of(request),
             parent=query.get("parent"),

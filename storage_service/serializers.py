@@ -6,6 +6,9 @@ from collections.abc import Callable
 from typing import Any
 
 from rest_framework import serializers
+from rest_framework.request import Request
+
+from storage_service.errors import ValidationError
 
 
 class CleanedField(serializers.Field):
@@ -59,3 +62,18 @@ def validated(serializer_class: type[serializers.Serializer], data: Any) -> dict
     serializer = serializer_class(data=data if data is not None else {})
     serializer.is_valid(raise_exception=True)
     return dict(serializer.validated_data)
+
+
+def validated_query(
+    serializer_class: type[serializers.Serializer], request: Request
+) -> dict[str, Any]:
+    """The query string, validated like a body. A parameter given twice is ambiguous: refused
+    rather than silently taking one of the values."""
+    params = request.query_params
+    repeated = [key for key in params if len(params.getlist(key)) > 1]
+    if repeated:
+        raise ValidationError(
+            "A query parameter was given more than once.",
+            details={key: ["Given more than once."] for key in repeated},
+        )
+    return validated(serializer_class, params.dict())

@@ -8,7 +8,7 @@ from rest_framework.response import Response
 
 from files.serializers import DownloadUrlRequest
 from storage_service.context import project_of
-from storage_service.serializers import validated
+from storage_service.serializers import validated, validated_query
 from storage_service.timefmt import iso
 from variants import services
 from variants.serializers import TransformRequest, VariantListQuery
@@ -24,7 +24,7 @@ class VariantViewSet(viewsets.ViewSet):
         return Response({"data": services.variant_json(variant)}, status=202)
 
     def list(self, request: Request, file_id: str) -> Response:
-        query = validated(VariantListQuery, request.query_params.dict())
+        query = validated_query(VariantListQuery, request)
         page = services.variant_list(
             project=project_of(request),
             file_id=file_id,

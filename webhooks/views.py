@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from rest_framework import serializers, viewsets
+from rest_framework import viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from storage_service.context import project_of
-from storage_service.errors import ValidationError
-from storage_service.serializers import StrictSerializer, validated
+from storage_service.serializers import StrictSerializer, validated, validated_query
 from webhooks import selectors, services
 from webhooks.serializers import (
     DeliveryListQuery,
@@ -22,16 +19,6 @@ from webhooks.serializers import (
 
 class EmptyRequest(StrictSerializer):
     """A POST that takes no body: any field is an error."""
-
-
-def _query(serializer_class: type[serializers.Serializer], request: Request) -> dict[str, Any]:
-    repeated = [key for key in request.query_params if len(request.query_params.getlist(key)) > 1]
-    if repeated:
-        raise ValidationError(
-            "A query parameter was given more than once.",
-            details={key: ["Given more than once."] for key in repeated},
-        )
-    return validated(serializer_class, request.query_params.dict())
 
 
 class WebhookViewSet(viewsets.ViewSet):
@@ -58,7 +45,7 @@ class WebhookViewSet(viewsets.ViewSet):
         return Response({"data": {"id": deleted, "deleted": True}})
 
     def deliveries(self, request: Request, webhook_id: str) -> Response:
-        query = _query(DeliveryListQuery, request)
+        query = validated_query(DeliveryListQuery, request)
         endpoint = services.endpoint_get(project=project_of(request), webhook_id=webhook_id)
         page = selectors.delivery_list(
             endpoint=endpoint, limit=query["limit"], cursor=query.get("cursor")

@@ -351,6 +351,10 @@ def test_the_list_pages_with_a_cursor(owner: Actor) -> None:
     bad = owner.get(f"/v1/files/{file['id']}/variants", {"cursor": "tampered"})
     assert bad.status_code == 400
     assert owner.get(f"/v1/files/{file['id']}/variants", {"limit": 0}).status_code == 400
+    # Given twice, a parameter is ambiguous: refused like on every other list.
+    twice = owner.client.get(f"/v1/files/{file['id']}/variants?limit=1&limit=2")
+    assert twice.status_code == 400
+    assert twice.json()["error"]["details"] == {"limit": ["Given more than once."]}
 
 
 def test_a_pending_variant_is_not_downloadable(owner: Actor) -> None:
