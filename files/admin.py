@@ -3,7 +3,8 @@
 Everything is read-only. A file's fields move together with its stored objects, versions and
 events (a rename emits `file.updated`, a status change must keep the outbox and the purge
 consistent), so the only changes offered go through the same services as the API: the
-"delete" and "restore" actions, which emit their events like an API call would.
+"delete" and "restore" actions, which emit their events like an API call would. The file
+page shows its versions and its variants inline.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from django.http import HttpRequest
 from files.models import File, FileVersion, StoredObject
 from files.services import file_delete, file_restore
 from storage_service.errors import ApiError
+from variants.models import Variant
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -49,6 +51,29 @@ class FileVersionInline(ReadOnlyInline):
     fields = ("version", "content_type", "size", "checksum", "stored_object", "created_at")
     readonly_fields = fields
     ordering = ("-version",)
+
+
+class VariantInline(ReadOnlyInline):
+    """The file's variants (every version's), read-only: they change only through their
+    services and workers. The full record is one click away on the variant's own page."""
+
+    model = Variant
+    fields = (
+        "id",
+        "label",
+        "version",
+        "status",
+        "output_width",
+        "output_height",
+        "size",
+        "attempts",
+        "failure_reason",
+        "created_at",
+        "finished_at",
+    )
+    readonly_fields = fields
+    ordering = ("id",)  # the variant_file_list index (file, id)
+    show_change_link = True
 
 
 def _each_file(
@@ -102,7 +127,7 @@ class FileAdmin(ReadOnlyAdmin):
     date_hierarchy = "created_at"
     show_full_result_count = False  # an exact count of millions of rows on every page is slow
     actions = [delete_files, restore_files]
-    inlines = [FileVersionInline]
+    inlines = [FileVersionInline, VariantInline]
     fields = (
         "id",
         "project",
