@@ -118,6 +118,10 @@ class DeliveryAdmin(ReadOnlyAdmin):
     )
     readonly_fields = fields
 
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Delivery]:
+        # The list shows the event's type only: its payload stays in the database.
+        return super().get_queryset(request).defer("event__data")
+
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet, search_term: str
     ) -> tuple[QuerySet, bool]:
