@@ -12,9 +12,10 @@ from django.utils import timezone
 from accounts.keys import display_prefix, generate_key, hash_key
 from accounts.models import ApiKey, BandwidthUsage, Organization, Project
 from accounts.usage import RECENT_DAYS, ProjectUsage, project_usage, recent_bandwidth_subquery
+from storage_service.adminperms import StaffView
 
 
-class ProjectInline(admin.TabularInline):
+class ProjectInline(StaffView, admin.TabularInline):
     model = Project
     extra = 0
     fields = ("id", "name", "created_at")
@@ -23,14 +24,14 @@ class ProjectInline(admin.TabularInline):
 
 
 @admin.register(Organization)
-class OrganizationAdmin(admin.ModelAdmin):
+class OrganizationAdmin(StaffView, admin.ModelAdmin):
     list_display = ("name", "id", "created_at")
     search_fields = ("name", "id")
     readonly_fields = ("id", "created_at")
     inlines = [ProjectInline]
 
 
-class ApiKeyInline(admin.TabularInline):
+class ApiKeyInline(StaffView, admin.TabularInline):
     model = ApiKey
     extra = 0
     fields = ("id", "prefix", "environment", "name", "created_at", "revoked_at")
@@ -48,7 +49,7 @@ def _bytes(count: int) -> str:
 
 
 @admin.register(Project)
-class ProjectAdmin(admin.ModelAdmin):
+class ProjectAdmin(StaffView, admin.ModelAdmin):
     """Projects with their keys and their usage.
 
     The changelist shows only the recent bandwidth, annotated in its one query (each row
@@ -117,14 +118,14 @@ class ApiKeyAddForm(forms.ModelForm):
         fields = ("project", "environment", "name")
 
 
-@admin.action(description="Revoke the selected keys now")
+@admin.action(description="Revoke the selected keys now", permissions=["change"])
 def revoke_keys(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet) -> None:
     count = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
     modeladmin.message_user(request, f"Revoked {count} key(s).", messages.SUCCESS)
 
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(admin.ModelAdmin):
+class ApiKeyAdmin(StaffView, admin.ModelAdmin):
     """Staff issue a key with "Add": the full key is shown once, in the confirmation message."""
 
     list_display = ("prefix", "id", "project", "environment", "name", "created_at", "revoked_at")
@@ -167,7 +168,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
 
 @admin.register(BandwidthUsage)
-class BandwidthUsageAdmin(admin.ModelAdmin):
+class BandwidthUsageAdmin(StaffView, admin.ModelAdmin):
     """Read-only: the rows are written by the download-url endpoints, one upsert each."""
 
     list_display = ("project", "day", "bytes", "downloads")

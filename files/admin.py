@@ -17,11 +17,12 @@ from django.http import HttpRequest
 
 from files.models import File, FileVersion, StoredObject
 from files.services import file_delete, file_restore
+from storage_service.adminperms import StaffView, SuperuserActions
 from storage_service.errors import ApiError
 from variants.models import Variant
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
+class ReadOnlyAdmin(StaffView, SuperuserActions, admin.ModelAdmin):
     """Rows written only by the service: staff may look, not add, edit or delete."""
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
@@ -34,7 +35,7 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
-class ReadOnlyInline(admin.TabularInline):
+class ReadOnlyInline(StaffView, admin.TabularInline):
     extra = 0
     can_delete = False
     show_change_link = False
@@ -96,12 +97,15 @@ def _each_file(
         modeladmin.message_user(request, reason, messages.WARNING)
 
 
-@admin.action(description="Delete the selected files (restorable during the grace window)")
+@admin.action(
+    description="Delete the selected files (restorable during the grace window)",
+    permissions=["operate"],
+)
 def delete_files(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet) -> None:
     _each_file(modeladmin, request, queryset, file_delete, "Deleted")
 
 
-@admin.action(description="Restore the selected deleted files")
+@admin.action(description="Restore the selected deleted files", permissions=["operate"])
 def restore_files(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet) -> None:
     _each_file(modeladmin, request, queryset, file_restore, "Restored")
 

@@ -61,7 +61,7 @@ class EndpointAdmin(ReadOnlyAdmin):
         return "every type" if obj.events is None else ", ".join(obj.events)
 
 
-@admin.action(description="Redeliver the selected deliveries now")
+@admin.action(description="Redeliver the selected deliveries now", permissions=["operate"])
 def redeliver(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet) -> None:
     """One call of the API's service per delivery: each is locked, checked and re-queued (an
     attempt due now, a message after commit), or refused with the API's reason."""

@@ -191,3 +191,39 @@ def test_only_staff_reach_the_admin(owner: Actor) -> None:
         assert response.status_code == 302 and response["Location"].startswith("/admin/login/")
     anonymous = Client().get("/admin/webhooks/endpoint/")
     assert anonymous.status_code == 302 and "/admin/login/" in anonymous["Location"]
+
+
+def test_any_staff_user_sees_everything_but_only_superusers_act(owner: Actor) -> None:
+    webhook_id, _ = register(owner)
+    event = record(owner)
+    delivery = Delivery.objects.get(event=event)
+    Delivery.objects.filter(id=delivery.id).update(status="FAILED", next_attempt_at=None)
+    file_page = f"/admin/files/file/?q={owner.project.id}"
+    user = User.objects.create_user("operator", "op@example.test", "pw", is_staff=True)
+    client = Client()
+    client.force_login(user)  # staff, no permission granted one by one
+
+    index = html(client, "/admin/")
+    for section in ("Webhooks", "Files", "Accounts", "Uploads", "Variants"):
+        assert section in index, section
+    for url in (
+        "/admin/webhooks/delivery/",
+        f"/admin/webhooks/delivery/{delivery.id}/change/",
+        f"/admin/webhooks/endpoint/{webhook_id}/change/",
+        f"/admin/webhooks/event/{event.id}/change/",
+        f"/admin/accounts/project/{owner.project.id}/change/",
+        "/admin/accounts/apikey/",
+        "/admin/accounts/bandwidthusage/",
+        "/admin/uploads/uploadsession/",
+        "/admin/variants/variant/",
+        "/admin/files/storedobject/",
+        file_page,
+    ):
+        html(client, url)
+    assert 'value="redeliver"' not in html(client, "/admin/webhooks/delivery/")
+    client.post(
+        "/admin/webhooks/delivery/", {"action": "redeliver", "_selected_action": [delivery.id]}
+    )
+    delivery.refresh_from_db()
+    assert delivery.status == "FAILED"  # the action is not theirs
+    assert 'value="redeliver"' in html(staff_client(), "/admin/webhooks/delivery/")
