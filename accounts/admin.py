@@ -6,13 +6,16 @@ from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.template.defaultfilters import filesizeformat
 from django.utils import timezone
 
 from accounts.keys import display_prefix, generate_key, hash_key
 from accounts.models import ApiKey, BandwidthUsage, Organization, Project
+from accounts.usage import RECENT_DAYS, ProjectUsage, project_usage, recent_bandwidth_subquery
+from storage_service.adminperms import StaffView
 
 
-class ProjectInline(admin.TabularInline):
+class ProjectInline(StaffView, admin.TabularInline):
     model = Project
     extra = 0
     fields = ("id", "name", "created_at")
@@ -21,14 +24,14 @@ class ProjectInline(admin.TabularInline):
 
 
 @admin.register(Organization)
-class OrganizationAdmin(admin.ModelAdmin):
+class OrganizationAdmin(StaffView, admin.ModelAdmin):
     list_display = ("name", "id", "created_at")
     search_fields = ("name", "id")
     readonly_fields = ("id", "created_at")
     inlines = [ProjectInline]
 
 
-class ApiKeyInline(admin.TabularInline):
+class ApiKeyInline(StaffView, admin.TabularInline):
     model = ApiKey
     extra = 0
     fields = ("id", "prefix", "environment", "name", "created_at", "revoked_at")
@@ -40,13 +43,73 @@ class ApiKeyInline(admin.TabularInline):
         return False
 
 
+def _bytes(count: int) -> str:
+    # The exact figure (for billing) and a readable one.
+    return f"{count} bytes ({filesizeformat(count)})"
+
+
 @admin.register(Project)
-class ProjectAdmin(admin.ModelAdmin):
-    list_display = ("name", "id", "organization", "created_at")
+class ProjectAdmin(StaffView, admin.ModelAdmin):
+    """Projects with their keys and their usage.
+
+    The changelist shows only the recent bandwidth, annotated in its one query (each row
+    reads at most RECENT_DAYS rows of an index). Storage is shown on the change page only:
+    summing every live object of each of 100 listed projects would make one list page cost
+    as much as reading every object of those projects.
+    """
+
+    list_display = ("name", "id", "organization", "recent_bandwidth", "created_at")
     list_select_related = ("organization",)
     search_fields = ("name", "id", "organization__name")
-    readonly_fields = ("id", "created_at")
+    fields = (
+        "id",
+        "organization",
+        "name",
+        "created_at",
+        "storage",
+        "bandwidth",
+        "recent_bandwidth_detail",
+    )
+    readonly_fields = ("id", "created_at", "storage", "bandwidth", "recent_bandwidth_detail")
     inlines = [ApiKeyInline]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Project]:
+        return super().get_queryset(request).annotate(recent_bandwidth=recent_bandwidth_subquery())
+
+    @admin.display(
+        description=f"Bandwidth, last {RECENT_DAYS} days (bytes)", ordering="recent_bandwidth"
+    )
+    def recent_bandwidth(self, obj: Project) -> int:
+        return getattr(obj, "recent_bandwidth", 0)
+
+    def _usage(self, obj: Project) -> ProjectUsage:
+        # The change page shows three fields from one computation.
+        cached: ProjectUsage | None = getattr(obj, "_admin_usage", None)
+        if cached is None:
+            cached = project_usage(obj)
+            obj._admin_usage = cached  # type: ignore[attr-defined]
+        return cached
+
+    @admin.display(description="Storage (live objects; a shared copy counts once)")
+    def storage(self, obj: Project) -> str:
+        if obj._state.adding:
+            return "-"
+        usage = self._usage(obj)
+        return f"{_bytes(usage.storage_bytes)} in {usage.live_objects} object(s)"
+
+    @admin.display(description="Bandwidth, all time")
+    def bandwidth(self, obj: Project) -> str:
+        if obj._state.adding:
+            return "-"
+        usage = self._usage(obj)
+        return f"{_bytes(usage.bandwidth_bytes)} in {usage.downloads} download(s)"
+
+    @admin.display(description=f"Bandwidth, last {RECENT_DAYS} days")
+    def recent_bandwidth_detail(self, obj: Project) -> str:
+        if obj._state.adding:
+            return "-"
+        usage = self._usage(obj)
+        return f"{_bytes(usage.recent_bandwidth_bytes)} in {usage.recent_downloads} download(s)"
 
 
 class ApiKeyAddForm(forms.ModelForm):
@@ -55,14 +118,14 @@ class ApiKeyAddForm(forms.ModelForm):
         fields = ("project", "environment", "name")
 
 
-@admin.action(description="Revoke the selected keys now")
+@admin.action(description="Revoke the selected keys now", permissions=["change"])
 def revoke_keys(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet) -> None:
     count = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
     modeladmin.message_user(request, f"Revoked {count} key(s).", messages.SUCCESS)
 
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(admin.ModelAdmin):
+class ApiKeyAdmin(StaffView, admin.ModelAdmin):
     """Staff issue a key with "Add": the full key is shown once, in the confirmation message."""
 
     list_display = ("prefix", "id", "project", "environment", "name", "created_at", "revoked_at")
@@ -105,7 +168,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
 
 @admin.register(BandwidthUsage)
-class BandwidthUsageAdmin(admin.ModelAdmin):
+class BandwidthUsageAdmin(StaffView, admin.ModelAdmin):
     """Read-only: the rows are written by the download-url endpoints, one upsert each."""
 
     list_display = ("project", "day", "bytes", "downloads")

@@ -3,7 +3,8 @@
 Everything is read-only. A file's fields move together with its stored objects, versions and
 events (a rename emits `file.updated`, a status change must keep the outbox and the purge
 consistent), so the only changes offered go through the same services as the API: the
-"delete" and "restore" actions, which emit their events like an API call would.
+"delete" and "restore" actions, which emit their events like an API call would. The file
+page shows its versions and its variants inline.
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ from django.http import HttpRequest
 
 from files.models import File, FileVersion, StoredObject
 from files.services import file_delete, file_restore
+from storage_service.adminperms import StaffView, SuperuserActions
 from storage_service.errors import ApiError
+from variants.models import Variant
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
+class ReadOnlyAdmin(StaffView, SuperuserActions, admin.ModelAdmin):
     """Rows written only by the service: staff may look, not add, edit or delete."""
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
@@ -32,7 +35,7 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
-class ReadOnlyInline(admin.TabularInline):
+class ReadOnlyInline(StaffView, admin.TabularInline):
     extra = 0
     can_delete = False
     show_change_link = False
@@ -49,6 +52,29 @@ class FileVersionInline(ReadOnlyInline):
     fields = ("version", "content_type", "size", "checksum", "stored_object", "created_at")
     readonly_fields = fields
     ordering = ("-version",)
+
+
+class VariantInline(ReadOnlyInline):
+    """The file's variants (every version's), read-only: they change only through their
+    services and workers. The full record is one click away on the variant's own page."""
+
+    model = Variant
+    fields = (
+        "id",
+        "label",
+        "version",
+        "status",
+        "output_width",
+        "output_height",
+        "size",
+        "attempts",
+        "failure_reason",
+        "created_at",
+        "finished_at",
+    )
+    readonly_fields = fields
+    ordering = ("id",)  # the variant_file_list index (file, id)
+    show_change_link = True
 
 
 def _each_file(
@@ -71,12 +97,15 @@ def _each_file(
         modeladmin.message_user(request, reason, messages.WARNING)
 
 
-@admin.action(description="Delete the selected files (restorable during the grace window)")
+@admin.action(
+    description="Delete the selected files (restorable during the grace window)",
+    permissions=["operate"],
+)
 def delete_files(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet) -> None:
     _each_file(modeladmin, request, queryset, file_delete, "Deleted")
 
 
-@admin.action(description="Restore the selected deleted files")
+@admin.action(description="Restore the selected deleted files", permissions=["operate"])
 def restore_files(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet) -> None:
     _each_file(modeladmin, request, queryset, file_restore, "Restored")
 
@@ -102,7 +131,7 @@ class FileAdmin(ReadOnlyAdmin):
     date_hierarchy = "created_at"
     show_full_result_count = False  # an exact count of millions of rows on every page is slow
     actions = [delete_files, restore_files]
-    inlines = [FileVersionInline]
+    inlines = [FileVersionInline, VariantInline]
     fields = (
         "id",
         "project",

@@ -5,11 +5,12 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
+from storage_service.adminperms import StaffView
 from uploads.models import UploadSession
 
 
 @admin.register(UploadSession)
-class UploadSessionAdmin(admin.ModelAdmin):
+class UploadSessionAdmin(StaffView, admin.ModelAdmin):
     """Read-only: sessions change only through the API and the expiry sweep.
 
     The store's upload id is left out on purpose: it is never shown to anyone.

@@ -112,6 +112,7 @@ class Delivery(models.Model):
     leased_until = models.DateTimeField(null=True)
 
     class Meta:
+        verbose_name_plural = "deliveries"
         indexes = [
             models.Index(fields=["endpoint", "-id"], name="delivery_endpoint_id"),
             # The sweep's scan: only pending rows, by due time.

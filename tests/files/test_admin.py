@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from django.contrib.admin.utils import quote
 from django.contrib.auth.models import User
 from django.test import Client
 
 from files.models import File
 from tests.factories import Actor
 from tests.helpers import uploaded_file
+from tests.variants.images import encode, stripes
+from variants.models import Variant
 from webhooks.models import Event
 
 
@@ -64,3 +67,16 @@ def test_delete_and_restore_actions_go_through_the_service(owner: Actor) -> None
     client.post("/admin/files/file/", {"action": "restore_files", "_selected_action": [file["id"]]})
     assert File.objects.get(id=file["id"]).status == "uploaded"
     assert Event.objects.filter(type="file.restored", data__fileId=file["id"]).count() == 1
+
+
+def test_the_file_page_shows_its_variants_read_only(owner: Actor) -> None:
+    file = uploaded_file(owner, encode(stripes(), "PNG"))
+    variant = Variant.objects.filter(file_id=file["id"]).first()
+    assert variant is not None
+    client = staff_client()
+    page = client.get(f"/admin/files/file/{file['id']}/change/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "Variants" in html and variant.id in html and variant.label in html
+    assert f"/admin/variants/variant/{quote(variant.id)}/change/" in html  # "View" link
+    assert client.get(f"/admin/variants/variant/{variant.id}/delete/").status_code == 403

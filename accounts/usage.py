@@ -1,0 +1,75 @@
+"""Per-project usage for operators: bytes stored and download bandwidth.
+
+Storage is the sum of the sizes of the project's *live* stored objects. A copy shares its
+source's object, so it counts once: the bytes exist once in the store. Variant results are
+objects of their own and count. Pending objects (uploads not yet verified) and discarded ones
+(waiting for the purge sweep) do not: they are not the project's files.
+
+Bandwidth is the bytes of download URLs issued (``BandwidthUsage``, one row per UTC day).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, timedelta
+
+from django.db.models import Count, OuterRef, Q, Subquery, Sum
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from accounts.models import BandwidthUsage, Project
+from files.models import StoredObject
+
+RECENT_DAYS = 30
+
+
+@dataclass(frozen=True)
+class ProjectUsage:
+    storage_bytes: int
+    live_objects: int
+    bandwidth_bytes: int
+    downloads: int
+    recent_bandwidth_bytes: int  # the last RECENT_DAYS days, today (UTC) included
+    recent_downloads: int
+
+
+def recent_since(today: date | None = None) -> date:
+    return (today or timezone.now().date()) - timedelta(days=RECENT_DAYS - 1)
+
+
+def project_usage(project: Project) -> ProjectUsage:
+    """Two aggregates, each over one project's rows only (both served by an index)."""
+    storage = StoredObject.objects.filter(project=project, state=StoredObject.State.LIVE).aggregate(
+        total=Coalesce(Sum("size"), 0), count=Count("id")
+    )
+    since = recent_since()
+    bandwidth = BandwidthUsage.objects.filter(project=project).aggregate(
+        total_bytes=Coalesce(Sum("bytes"), 0),
+        total_downloads=Coalesce(Sum("downloads"), 0),
+        recent_bytes=Coalesce(Sum("bytes", filter=Q(day__gte=since)), 0),
+        recent_downloads=Coalesce(Sum("downloads", filter=Q(day__gte=since)), 0),
+    )
+    return ProjectUsage(
+        storage_bytes=storage["total"],
+        live_objects=storage["count"],
+        bandwidth_bytes=bandwidth["total_bytes"],
+        downloads=bandwidth["total_downloads"],
+        recent_bandwidth_bytes=bandwidth["recent_bytes"],
+        recent_downloads=bandwidth["recent_downloads"],
+    )
+
+
+def recent_bandwidth_subquery() -> Coalesce:
+    """The project's bandwidth of the last RECENT_DAYS days, as an annotation.
+
+    One correlated subquery per listed row inside the changelist's single statement; each
+    reads at most RECENT_DAYS rows of the (project, day) unique index, so a page of 100
+    projects costs one query, not 100.
+    """
+    recent = (
+        BandwidthUsage.objects.filter(project=OuterRef("pk"), day__gte=recent_since())
+        .values("project")
+        .annotate(total=Sum("bytes"))
+        .values("total")
+    )
+    return Coalesce(Subquery(recent), 0)

@@ -1,0 +1,36 @@
+"""Who may do what in the admin: every staff user sees everything; only superusers change.
+
+Operators are staff users. Django's default would show a staff user only the models they
+hold a "view" permission for, one grant per model; here being staff is the grant to look
+(the admin site itself already turns away anyone not active and staff). Changes a service
+makes (delete/restore a file, redeliver, revoke or issue a key) stay with superusers, or
+with users given the model's permissions explicitly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest
+
+
+def is_staff(request: HttpRequest) -> bool:
+    user = request.user
+    return bool(user.is_active and user.is_staff)
+
+
+class StaffView:
+    """Mix into a ModelAdmin or an inline, before the Django base class."""
+
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return is_staff(request)
+
+    def has_module_permission(self, request: HttpRequest) -> bool:
+        return is_staff(request)
+
+
+class SuperuserActions:
+    """Actions marked ``allowed_permissions=("operate",)`` are for superusers only."""
+
+    def has_operate_permission(self, request: HttpRequest) -> bool:
+        return bool(request.user.is_active and request.user.is_superuser)

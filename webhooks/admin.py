@@ -1,0 +1,176 @@
+"""Webhooks for operators: endpoints, their deliveries (with "redeliver"), and the events.
+
+Everything is read-only: an endpoint's URL is checked against private networks when it is
+registered, events are the outbox of changes already made, and deliveries move only through
+the delivery engine. The one change offered is "redeliver", through the same service as the
+API's redeliver endpoint, so it re-queues at once and refuses what the API refuses.
+
+An endpoint's secret is never shown: it is left out of every list, page and form here (it was
+shown once, to the client, at registration).
+"""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from files.admin import ReadOnlyAdmin, ReadOnlyInline
+from storage_service.errors import ApiError
+from storage_service.ids import looks_like_id
+from webhooks.models import Delivery, Endpoint, Event
+from webhooks.services import delivery_redeliver
+
+
+def by_id_prefix(
+    queryset: QuerySet, search_term: str, columns: dict[str, str], otherwise: str | None = None
+) -> tuple[QuerySet, bool]:
+    """Search by the one column the term's id prefix names (``evt_…`` is an event id).
+
+    Django's default ORs every search field into one condition, and an OR with an unindexed
+    column (an event's type) reads the whole table; this way each search is one index lookup
+    (or, for an event type, the newest-first scan of the primary key, filtered).
+    """
+    term = search_term.strip()
+    if not term:
+        return queryset, False
+    for prefix, column in columns.items():
+        if looks_like_id(term, prefix):
+            return queryset.filter(**{column: term}), False
+    if otherwise is not None:
+        return queryset.filter(**{otherwise: term}), False
+    return queryset.none(), False
+
+
+@admin.register(Endpoint)
+class EndpointAdmin(ReadOnlyAdmin):
+    list_display = ("id", "url", "project", "status", "subscribed", "created_at")
+    list_filter = ("status",)
+    list_select_related = ("project",)
+    search_fields = ("=id", "url", "=project__id", "project__name")
+    search_help_text = "An endpoint id, part of a URL, or a project id or name."
+    ordering = ("-created_at", "-id")
+    # Explicit fields, and the secret excluded too: a view page shows every field it is not
+    # told to leave out.
+    fields = ("id", "project", "url", "events", "status", "created_at")
+    readonly_fields = fields
+    exclude = ("secret",)
+
+    @admin.display(description="Events")
+    def subscribed(self, obj: Endpoint) -> str:
+        return "every type" if obj.events is None else ", ".join(obj.events)
+
+
+@admin.action(description="Redeliver the selected deliveries now", permissions=["operate"])
+def redeliver(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet) -> None:
+    """One call of the API's service per delivery: each is locked, checked and re-queued (an
+    attempt due now, a message after commit), or refused with the API's reason."""
+    done, refused = 0, []
+    for item in queryset.select_related("endpoint__project"):
+        try:
+            delivery_redeliver(
+                project=item.endpoint.project, webhook_id=item.endpoint_id, delivery_id=item.id
+            )
+        except ApiError as exc:
+            refused.append(f"{item.id}: {exc.message}")
+        else:
+            done += 1
+    modeladmin.message_user(request, f"Re-queued {done} delivery(ies).", messages.SUCCESS)
+    for reason in refused:
+        modeladmin.message_user(request, reason, messages.WARNING)
+
+
+@admin.register(Delivery)
+class DeliveryAdmin(ReadOnlyAdmin):
+    list_display = (
+        "id",
+        "endpoint_id",
+        "event_type",
+        "event_id",
+        "status",
+        "attempts",
+        "response_status",
+        "short_error",
+        "next_attempt_at",
+        "delivered_at",
+        "created_at",
+    )
+    list_filter = ("status",)
+    list_select_related = ("event",)
+    # Exact ids only: each is an index (primary key, delivery_endpoint_id, the event's).
+    search_fields = ("=id", "=event__id", "=endpoint__id")
+    search_help_text = "A delivery, event or endpoint id."
+    ordering = ("-id",)  # ids are time-ordered: newest first, read off the primary key
+    show_full_result_count = False
+    actions = [redeliver]
+    fields = (
+        "id",
+        "endpoint",
+        "event",
+        "status",
+        "attempts",
+        "response_status",
+        "last_error",
+        "created_at",
+        "next_attempt_at",
+        "leased_until",
+        "delivered_at",
+    )
+    readonly_fields = fields
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Delivery]:
+        # The list shows the event's type only: its payload stays in the database.
+        return super().get_queryset(request).defer("event__data")
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet, search_term: str
+    ) -> tuple[QuerySet, bool]:
+        return by_id_prefix(
+            queryset, search_term, {"dl": "id", "evt": "event_id", "wh": "endpoint_id"}
+        )
+
+    @admin.display(description="Event type", ordering="event__type")
+    def event_type(self, obj: Delivery) -> str:
+        return obj.event.type
+
+    @admin.display(description="Last error")
+    def short_error(self, obj: Delivery) -> str:
+        error = obj.last_error or ""
+        return error if len(error) <= 80 else error[:79] + "…"
+
+
+class DeliveryInline(ReadOnlyInline):
+    model = Delivery
+    fields = (
+        "endpoint",
+        "status",
+        "attempts",
+        "response_status",
+        "last_error",
+        "next_attempt_at",
+        "delivered_at",
+    )
+    readonly_fields = fields
+    ordering = ("id",)
+    show_change_link = True
+
+
+@admin.register(Event)
+class EventAdmin(ReadOnlyAdmin):
+    list_display = ("id", "type", "project", "created_at")
+    list_filter = ("type",)
+    list_select_related = ("project",)
+    search_fields = ("=id", "=type", "=project__id")
+    search_help_text = "An event id, an exact type (file.uploaded), or a project id."
+    ordering = ("-id",)  # time-ordered ids: the primary key serves the newest-first page
+    show_full_result_count = False
+    fields = ("id", "type", "project", "created_at", "data")
+    readonly_fields = fields
+    inlines = [DeliveryInline]
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet, search_term: str
+    ) -> tuple[QuerySet, bool]:
+        return by_id_prefix(
+            queryset, search_term, {"evt": "id", "proj": "project_id"}, otherwise="type"
+        )
