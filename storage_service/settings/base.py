@@ -199,6 +199,17 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# The API sends its messages after commit, inside the request. A Redis that accepts the
+# connection but never answers (stopped, overloaded, half a network partition) would otherwise
+# hold that request for ever: no socket timeout by default. Bounded here, a send gives up
+# within a few seconds; the message is not needed (the sweeps send what was lost). The read
+# timeout must stay above the worker's BRPOP poll (1 s). One retry still reconnects a pooled
+# connection that a Redis restart closed.
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "socket_timeout": 2.0,
+    "socket_connect_timeout": 2.0,
+}
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0}
 # The worker logs through LOGGING above (JSON lines with the task's name and id), not its own
 # formatter.
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
