@@ -476,14 +476,20 @@ def register_webhooks(
 
 def settle_and_compare(url: str, endpoints: dict[str, str], receiver: Receiver) -> dict[str, Any]:
     """Wait for the deliveries to finish, then compare events, deliveries and arrivals."""
+    from variants.models import Variant
     from webhooks.models import Delivery, Event
 
+    # Thumbnails first: finishing one records file.processed, which is delivered too.
+    unfinished = [Variant.Status.PENDING, Variant.Status.PROCESSING]
     deadline = time.monotonic() + SETTLE_TIMEOUT
+    while time.monotonic() < deadline and Variant.objects.filter(status__in=unfinished).exists():
+        time.sleep(2)
     while time.monotonic() < deadline:
         pending = Delivery.objects.filter(status=Delivery.Status.PENDING).count()
         if pending == 0:
             break
         time.sleep(2)
+    variants = Counter(Variant.objects.values_list("status", flat=True))
     events = list(Event.objects.all())
     expected = {(endpoints[e], ev.id) for ev in events for e in endpoints if _subscribed(ev, e)}
     arrived = set(receiver.received)
@@ -504,6 +510,7 @@ def settle_and_compare(url: str, endpoints: dict[str, str], receiver: Receiver) 
         "unexpected": len(arrived - expected),
         "duplicates": receiver.duplicates,
         "mismatched": mismatched,
+        "variants": dict(variants),
     }
 
 
@@ -570,6 +577,7 @@ def report(
         "{duplicates} duplicate arrivals, {mismatched} bodies differing from the recorded "
         "event".format(**delivery)
     )
+    print(f"thumbnails (of every PNG upload and replacement), by status: {delivery['variants']}")
     print(
         f"\nresident memory (MiB)    idle  after {min(WARMUP_SECONDS, args.duration / 2):.0f} s"
         "      end"
