@@ -49,7 +49,7 @@ class JsonFormatter(logging.Formatter):
 
 
 class TaskContextFilter(logging.Filter):
-    """Adds ``task`` and ``taskId`` to every record logged while a Celery task runs."""
+    """Adds ``task``, ``taskId`` and ``taskArgs`` to every record logged while a task runs."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         from celery import current_task
@@ -60,6 +60,9 @@ class TaskContextFilter(logging.Filter):
         if task_id and not hasattr(record, "taskId"):
             record.task = task.name
             record.taskId = task_id
+            # Every task's arguments are row ids (variant, delivery, ...), never secrets, so a
+            # task's log lines say what it was working on.
+            record.taskArgs = list(getattr(request, "args", None) or [])
         return True
 
 

@@ -93,3 +93,4 @@ def test_task_logs_carry_the_task_and_the_ids_it_works_on(caplog: Any) -> None:
     assert line["taskId"] == "task-123"
     assert line["task"] == "tests.ops.log_something"
     assert line["fileId"] == "file_x"
+    assert line["taskArgs"] == ["file_x"]
