@@ -12,7 +12,7 @@ from django.utils import timezone
 from accounts.keys import display_prefix, generate_key, hash_key
 from accounts.models import ApiKey, BandwidthUsage, Organization, Project
 from accounts.usage import RECENT_DAYS, ProjectUsage, project_usage, recent_bandwidth_subquery
-from storage_service.adminperms import StaffView
+from storage_service.adminperms import ReadOnlyAdmin, StaffView
 
 
 class ProjectInline(StaffView, admin.TabularInline):
@@ -168,7 +168,7 @@ class ApiKeyAdmin(StaffView, admin.ModelAdmin):
 
 
 @admin.register(BandwidthUsage)
-class BandwidthUsageAdmin(StaffView, admin.ModelAdmin):
+class BandwidthUsageAdmin(ReadOnlyAdmin):
     """Read-only: the rows are written by the download-url endpoints, one upsert each."""
 
     list_display = ("project", "day", "bytes", "downloads")
@@ -177,12 +177,3 @@ class BandwidthUsageAdmin(StaffView, admin.ModelAdmin):
     ordering = ("-day", "project")
     list_select_related = ("project",)
     date_hierarchy = "day"
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False

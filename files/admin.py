@@ -17,34 +17,9 @@ from django.http import HttpRequest
 
 from files.models import File, FileVersion, StoredObject
 from files.services import file_delete, file_restore
-from storage_service.adminperms import StaffView, SuperuserActions
+from storage_service.adminperms import ReadOnlyAdmin, ReadOnlyInline
 from storage_service.errors import ApiError
 from variants.models import Variant
-
-
-class ReadOnlyAdmin(StaffView, SuperuserActions, admin.ModelAdmin):
-    """Rows written only by the service: staff may look, not add, edit or delete."""
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-
-class ReadOnlyInline(StaffView, admin.TabularInline):
-    extra = 0
-    can_delete = False
-    show_change_link = False
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 class FileVersionInline(ReadOnlyInline):

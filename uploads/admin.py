@@ -1,16 +1,13 @@
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import admin
-from django.http import HttpRequest
 
-from storage_service.adminperms import StaffView
+from storage_service.adminperms import ReadOnlyAdmin
 from uploads.models import UploadSession
 
 
 @admin.register(UploadSession)
-class UploadSessionAdmin(StaffView, admin.ModelAdmin):
+class UploadSessionAdmin(ReadOnlyAdmin):
     """Read-only: sessions change only through the API and the expiry sweep.
 
     The store's upload id is left out on purpose: it is never shown to anyone.
@@ -35,12 +32,3 @@ class UploadSessionAdmin(StaffView, admin.ModelAdmin):
         "aborted_at",
     )
     readonly_fields = fields
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False

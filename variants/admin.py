@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from files.admin import ReadOnlyAdmin
+from storage_service.adminperms import ReadOnlyAdmin
 from variants.models import Variant
 
 

@@ -15,7 +15,7 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from files.admin import ReadOnlyAdmin, ReadOnlyInline
+from storage_service.adminperms import ReadOnlyAdmin, ReadOnlyInline
 from storage_service.errors import ApiError
 from storage_service.ids import looks_like_id
 from webhooks.models import Delivery, Endpoint, Event

@@ -7,26 +7,14 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import pytest
 from django.conf import settings
 
 from storage_service.celery import app
+from tests.subprocesses import database_url
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _database_url() -> str:
-    db = settings.DATABASES["default"]
-    user = quote(str(db["USER"] or ""))
-    password = f":{quote(str(db['PASSWORD']))}" if db["PASSWORD"] else ""
-    host = str(db["HOST"] or "")
-    auth = f"{user}{password}@" if user else ""
-    if host.startswith("/"):  # a unix socket (the embedded PostgreSQL)
-        return f"postgres://{auth}/{db['NAME']}?host={quote(host)}"
-    port = f":{db['PORT']}" if db["PORT"] else ""
-    return f"postgres://{auth}{host or '127.0.0.1'}{port}/{db['NAME']}"
 
 
 @pytest.fixture(scope="session")
@@ -35,7 +23,7 @@ def celery_worker(django_db_setup: None, django_db_blocker: object) -> Iterator[
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "storage_service.settings.test",
-        "DATABASE_URL": _database_url(),
+        "DATABASE_URL": database_url(),
         # The webhook tests' receivers listen on 127.0.0.1.
         "SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true",
     }

@@ -10,24 +10,13 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from urllib.parse import quote
 
 import pytest
 import requests
-from django.conf import settings
+
+from tests.subprocesses import database_url
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def database_url(*, host: str | None = None, port: int | None = None) -> str:
-    """The test database's URL, optionally through another host and port (a proxy)."""
-    db = settings.DATABASES["default"]
-    user = quote(str(db["USER"] or ""))
-    password = f":{quote(str(db['PASSWORD']))}" if db["PASSWORD"] else ""
-    auth = f"{user}{password}@" if user else ""
-    host = host or str(db["HOST"] or "127.0.0.1")
-    port_part = f":{port or db['PORT']}" if (port or db["PORT"]) else ""
-    return f"postgres://{auth}{host}{port_part}/{db['NAME']}"
 
 
 def free_port() -> int:

@@ -11,8 +11,8 @@ from django.conf import settings
 
 from files.models import File
 from tests.factories import make_actor
-from tests.ops.conftest import database_url
 from tests.proxy import TcpProxy
+from tests.subprocesses import database_url
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
