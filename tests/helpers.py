@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from typing import Any
+
+from django.db import connection
 
 from tests.factories import Actor, png_bytes, upload_body
 from tests.storage import get_from, put_to
@@ -36,3 +40,23 @@ def download(actor: Actor, file_id: str) -> bytes:
     fetched = get_from(response.json()["url"])
     assert fetched.status_code == 200
     return fetched.content
+
+
+def at_once(*calls: Callable[[], Any]) -> list[Any]:
+    """Run the calls in threads released together; each thread has its own DB connection."""
+    barrier = threading.Barrier(len(calls))
+    results: list[Any] = [None] * len(calls)
+
+    def run(index: int, call: Callable[[], Any]) -> None:
+        try:
+            barrier.wait()
+            results[index] = call()
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=(i, c)) for i, c in enumerate(calls)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    return results

@@ -6,8 +6,7 @@ import pytest
 
 from files.models import File, FileVersion
 from tests.factories import Actor, make_actor
-from tests.files.test_concurrency import at_once
-from tests.helpers import error_code
+from tests.helpers import at_once, error_code
 from tests.multipart import complete, put_all, start_multipart
 from uploads.models import UploadSession
 from webhooks.models import Event

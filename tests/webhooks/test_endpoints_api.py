@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from tests.factories import Actor, make_actor
-from tests.helpers import error_code
+from tests.helpers import at_once, error_code
 from webhooks.models import Delivery, Endpoint, Event
 from webhooks.services import event_record
 
@@ -132,21 +130,7 @@ def test_racing_registrations_never_pass_the_limit() -> None:
     owner = make_actor("racer")
     for _ in range(19):
         register(owner)
-    barrier = threading.Barrier(6)
-    statuses: list[int] = []
-
-    def race() -> None:
-        try:
-            barrier.wait()
-            statuses.append(owner.post("/v1/webhooks", {"url": URL}).status_code)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=race) for _ in range(6)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    statuses = at_once(*[lambda: owner.post("/v1/webhooks", {"url": URL}).status_code] * 6)
 
     assert sorted(statuses) == [201, 403, 403, 403, 403, 403]
     assert Endpoint.objects.filter(project=owner.project).count() == 20
