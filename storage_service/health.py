@@ -13,11 +13,9 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache, wraps
-from typing import Any, cast
+from typing import Any
 
-import boto3
 import redis
-from botocore.config import Config
 from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -71,28 +69,8 @@ def _check_redis() -> None:
     _redis().ping()
 
 
-@lru_cache(maxsize=1)
-def _s3() -> Any:
-    # Not objectstore.client(): that one retries and waits up to 30 s, right for uploads and
-    # wrong for a probe that must answer before the load balancer gives up on it.
-    return boto3.session.Session().client(
-        "s3",
-        endpoint_url=settings.AWS_S3_ENDPOINT_URL,
-        region_name=settings.AWS_S3_REGION_NAME,
-        aws_access_key_id=settings.AWS_ACCESS_KEY_ID,
-        aws_secret_access_key=settings.AWS_SECRET_ACCESS_KEY,
-        config=Config(
-            signature_version="s3v4",
-            s3=cast(Any, {"addressing_style": settings.AWS_S3_ADDRESSING_STYLE}),
-            retries={"max_attempts": 1, "mode": "standard"},
-            connect_timeout=PROBE_TIMEOUT_SECONDS,
-            read_timeout=PROBE_TIMEOUT_SECONDS,
-        ),
-    )
-
-
 def _check_object_store() -> None:
-    _s3().head_bucket(Bucket=objectstore.bucket())
+    objectstore.probe_client(PROBE_TIMEOUT_SECONDS).head_bucket(Bucket=objectstore.bucket())
 
 
 CHECKS: dict[str, Callable[[], None]] = {

@@ -53,13 +53,19 @@ class ObjectInfo:
     sha256: str | None
 
 
-def _make_client(endpoint_url: str | None) -> S3Client:
+def _make_client(
+    endpoint_url: str | None,
+    *,
+    attempts: int = 3,
+    connect_timeout: float = 5,
+    read_timeout: float = 30,
+) -> S3Client:
     config = Config(
         signature_version="s3v4",
         s3=cast(Any, {"addressing_style": settings.AWS_S3_ADDRESSING_STYLE}),
-        retries={"max_attempts": 3, "mode": "standard"},
-        connect_timeout=5,
-        read_timeout=30,
+        retries={"max_attempts": attempts, "mode": "standard"},
+        connect_timeout=connect_timeout,
+        read_timeout=read_timeout,
         max_pool_connections=32,
     )
     with _lock:  # boto3's default session is not thread-safe while creating clients
@@ -83,10 +89,21 @@ def presign_client() -> S3Client:
     return _make_client(settings.AWS_S3_PUBLIC_ENDPOINT_URL)
 
 
+@lru_cache(maxsize=1)
+def probe_client(timeout: float) -> S3Client:
+    """For readiness probes: one attempt and short timeouts. client() retries and waits up to
+    30 s, right for uploads and wrong for a probe that must answer before the load balancer
+    gives up on it."""
+    return _make_client(
+        settings.AWS_S3_ENDPOINT_URL, attempts=1, connect_timeout=timeout, read_timeout=timeout
+    )
+
+
 def reset_clients() -> None:
     """Forget cached clients (tests that change settings)."""
     client.cache_clear()
     presign_client.cache_clear()
+    probe_client.cache_clear()
     _object_url_prefix.cache_clear()
 
 

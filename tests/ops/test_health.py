@@ -8,7 +8,7 @@ import pytest
 from django.test import Client
 from django.test.utils import override_settings
 
-from storage_service import health
+from storage_service import health, objectstore
 from tests.factories import Actor
 
 pytestmark = pytest.mark.django_db
@@ -17,10 +17,10 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture(autouse=True)
 def _fresh_probe_clients() -> Iterator[None]:
     health._redis.cache_clear()
-    health._s3.cache_clear()
+    objectstore.reset_clients()
     yield
     health._redis.cache_clear()
-    health._s3.cache_clear()
+    objectstore.reset_clients()
 
 
 def test_healthz_answers_without_a_key() -> None:
