@@ -9,16 +9,13 @@ page shows its versions and its variants inline.
 
 from __future__ import annotations
 
-from typing import Any
-
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from files.models import File, FileVersion, StoredObject
 from files.services import file_delete, file_restore
-from storage_service.adminperms import ReadOnlyAdmin, ReadOnlyInline
-from storage_service.errors import ApiError
+from storage_service.adminperms import ReadOnlyAdmin, ReadOnlyInline, each_through_service
 from variants.models import Variant
 
 
@@ -52,37 +49,29 @@ class VariantInline(ReadOnlyInline):
     show_change_link = True
 
 
-def _each_file(
-    modeladmin: admin.ModelAdmin,
-    request: HttpRequest,
-    queryset: QuerySet[File],
-    action: Any,
-    verb: str,
-) -> None:
-    done, refused = 0, []
-    for file in queryset.select_related("project"):
-        try:
-            action(project=file.project, file_id=file.id)
-        except ApiError as exc:
-            refused.append(f"{file.id}: {exc.message}")
-        else:
-            done += 1
-    modeladmin.message_user(request, f"{verb} {done} file(s).", messages.SUCCESS)
-    for reason in refused:
-        modeladmin.message_user(request, reason, messages.WARNING)
-
-
 @admin.action(
     description="Delete the selected files (restorable during the grace window)",
     permissions=["operate"],
 )
 def delete_files(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet) -> None:
-    _each_file(modeladmin, request, queryset, file_delete, "Deleted")
+    each_through_service(
+        modeladmin,
+        request,
+        queryset.select_related("project"),
+        lambda file: file_delete(project=file.project, file_id=file.id),
+        "Deleted {count} file(s).",
+    )
 
 
 @admin.action(description="Restore the selected deleted files", permissions=["operate"])
 def restore_files(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet) -> None:
-    _each_file(modeladmin, request, queryset, file_restore, "Restored")
+    each_through_service(
+        modeladmin,
+        request,
+        queryset.select_related("project"),
+        lambda file: file_restore(project=file.project, file_id=file.id),
+        "Restored {count} file(s).",
+    )
 
 
 @admin.register(File)

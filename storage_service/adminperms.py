@@ -9,10 +9,13 @@ with users given the model's permissions explicitly.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.http import HttpRequest
+
+from storage_service.errors import ApiError
 
 
 def is_staff(request: HttpRequest) -> bool:
@@ -60,3 +63,26 @@ class ReadOnlyInline(StaffView, admin.TabularInline):
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+def each_through_service(
+    modeladmin: admin.ModelAdmin,
+    request: HttpRequest,
+    rows: Iterable[Any],
+    call: Callable[[Any], object],
+    done: str,
+) -> None:
+    """An admin action that changes rows through the API's own service, one call per row: a
+    refusal (the API's ApiError) is reported with its reason and the other rows go on.
+    ``done`` is the success message, with ``{count}`` for the rows changed."""
+    count, refused = 0, []
+    for row in rows:
+        try:
+            call(row)
+        except ApiError as exc:
+            refused.append(f"{row.pk}: {exc.message}")
+        else:
+            count += 1
+    modeladmin.message_user(request, done.format(count=count), messages.SUCCESS)
+    for reason in refused:
+        modeladmin.message_user(request, reason, messages.WARNING)

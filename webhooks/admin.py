@@ -11,12 +11,11 @@ shown once, to the client, at registration).
 
 from __future__ import annotations
 
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from storage_service.adminperms import ReadOnlyAdmin, ReadOnlyInline
-from storage_service.errors import ApiError
+from storage_service.adminperms import ReadOnlyAdmin, ReadOnlyInline, each_through_service
 from storage_service.ids import looks_like_id
 from webhooks.models import Delivery, Endpoint, Event
 from webhooks.services import delivery_redeliver
@@ -65,19 +64,15 @@ class EndpointAdmin(ReadOnlyAdmin):
 def redeliver(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet) -> None:
     """One call of the API's service per delivery: each is locked, checked and re-queued (an
     attempt due now, a message after commit), or refused with the API's reason."""
-    done, refused = 0, []
-    for item in queryset.select_related("endpoint__project"):
-        try:
-            delivery_redeliver(
-                project=item.endpoint.project, webhook_id=item.endpoint_id, delivery_id=item.id
-            )
-        except ApiError as exc:
-            refused.append(f"{item.id}: {exc.message}")
-        else:
-            done += 1
-    modeladmin.message_user(request, f"Re-queued {done} delivery(ies).", messages.SUCCESS)
-    for reason in refused:
-        modeladmin.message_user(request, reason, messages.WARNING)
+    each_through_service(
+        modeladmin,
+        request,
+        queryset.select_related("endpoint__project"),
+        lambda item: delivery_redeliver(
+            project=item.endpoint.project, webhook_id=item.endpoint_id, delivery_id=item.id
+        ),
+        "Re-queued {count} delivery(ies).",
+    )
 
 
 @admin.register(Delivery)
