@@ -4,7 +4,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from storage_service.context import api_key_of
+from accounts.context import api_key_of
 from storage_service.timefmt import iso
 
 

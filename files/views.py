@@ -11,6 +11,7 @@ from rest_framework import serializers, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from accounts.context import project_of
 from files import selectors, services
 from files.serializers import (
     CopyRequest,
@@ -23,7 +24,6 @@ from files.serializers import (
 )
 from files.validation import clean_path
 from storage_service import objectstore
-from storage_service.context import project_of
 from storage_service.errors import ValidationError
 from storage_service.serializers import validated, validated_query
 from storage_service.timefmt import iso

@@ -265,7 +265,7 @@ class AutoSchema(SpectacularAutoSchema):
 
 
 class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
-    target_class = "storage_service.auth.ApiKeyAuthentication"
+    target_class = "accounts.auth.ApiKeyAuthentication"
     name = "apiKey"
 
     def get_security_definition(self, auto_schema: Any) -> Schema:

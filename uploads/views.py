@@ -6,8 +6,8 @@ from rest_framework import viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from accounts.context import project_of
 from files.serializers import file_json
-from storage_service.context import project_of
 from storage_service.serializers import validated
 from uploads import services
 from uploads.serializers import (

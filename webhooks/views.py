@@ -6,7 +6,7 @@ from rest_framework import viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from storage_service.context import project_of
+from accounts.context import project_of
 from storage_service.serializers import StrictSerializer, validated, validated_query
 from webhooks import selectors, services
 from webhooks.serializers import (

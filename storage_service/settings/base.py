@@ -235,14 +235,14 @@ CELERY_TASK_ROUTES = {"webhooks.tasks.*": {"queue": SERVICE_WEBHOOK_QUEUE}}
 
 # --- DRF ---------------------------------------------------------------------------------
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["storage_service.auth.ApiKeyAuthentication"],
-    "DEFAULT_PERMISSION_CLASSES": ["storage_service.auth.HasProject"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.auth.ApiKeyAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["accounts.auth.HasProject"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["storage_service.parsers.StrictJSONParser"],
     "EXCEPTION_HANDLER": "storage_service.errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_FILTER_BACKENDS": [],
-    "DEFAULT_THROTTLE_CLASSES": ["storage_service.throttling.ApiKeyRateThrottle"],
+    "DEFAULT_THROTTLE_CLASSES": ["accounts.throttling.ApiKeyRateThrottle"],
     "DEFAULT_SCHEMA_CLASS": "storage_service.openapi.AutoSchema",
 }
 SPECTACULAR_SETTINGS = {

@@ -22,7 +22,7 @@ from django.conf import settings
 from django.test import Client
 from django.test.utils import override_settings
 
-from storage_service import throttling
+from accounts import throttling
 from tests.factories import Actor, make_actor
 from tests.helpers import error_code
 from tests.ops.conftest import free_port

@@ -8,6 +8,7 @@ from rest_framework.authentication import BaseAuthentication
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
+from accounts.context import api_key_of
 from accounts.models import ApiKey
 from accounts.selectors import api_key_resolve
 from storage_service.errors import Unauthenticated
@@ -33,6 +34,5 @@ class ApiKeyAuthentication(BaseAuthentication):
 
 class HasProject(BasePermission):
     def has_permission(self, request: Request, view: Any) -> bool:
-        if not isinstance(request.auth, ApiKey):
-            raise Unauthenticated("Send 'Authorization: Bearer <API key>'.")
+        api_key_of(request)  # raises 401 when no key was sent
         return True
