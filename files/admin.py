@@ -4,19 +4,23 @@ Everything is read-only. A file's fields move together with its stored objects, 
 events (a rename emits `file.updated`, a status change must keep the outbox and the purge
 consistent), so the only changes offered go through the same services as the API: the
 "delete" and "restore" actions, which emit their events like an API call would. The file
-page shows its versions and its variants inline.
+page shows its versions inline, and what other apps register (variants: the file's variants).
 """
 
 from __future__ import annotations
 
+from typing import Any, TypeVar
+
 from django.contrib import admin
+from django.contrib.admin.options import InlineModelAdmin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from files.models import File, FileVersion, StoredObject
 from files.services import file_delete, file_restore
 from storage_service.adminperms import ReadOnlyAdmin, ReadOnlyInline, each_through_service
-from variants.models import Variant
+
+InlineT = TypeVar("InlineT", bound="InlineModelAdmin[Any, Any]")
 
 
 class FileVersionInline(ReadOnlyInline):
@@ -26,27 +30,17 @@ class FileVersionInline(ReadOnlyInline):
     ordering = ("-version",)
 
 
-class VariantInline(ReadOnlyInline):
-    """The file's variants (every version's), read-only: they change only through their
-    services and workers. The full record is one click away on the variant's own page."""
+# Inlines of the apps built on files, shown on the file's page (variants: the file's
+# variants). Each registers from its own admin module with @file_page_inline, as a model
+# registers with @admin.register: files imports none of them.
+_file_page_inlines: list[type[InlineModelAdmin[Any, Any]]] = []
 
-    model = Variant
-    fields = (
-        "id",
-        "label",
-        "version",
-        "status",
-        "output_width",
-        "output_height",
-        "size",
-        "attempts",
-        "failure_reason",
-        "created_at",
-        "finished_at",
-    )
-    readonly_fields = fields
-    ordering = ("id",)  # the variant_file_list index (file, id)
-    show_change_link = True
+
+def file_page_inline(inline: type[InlineT]) -> type[InlineT]:
+    """Class decorator: show this inline (of another app's model) on the file's page."""
+    if inline not in _file_page_inlines:
+        _file_page_inlines.append(inline)
+    return inline
 
 
 @admin.action(
@@ -95,7 +89,7 @@ class FileAdmin(ReadOnlyAdmin):
     date_hierarchy = "created_at"
     show_full_result_count = False  # an exact count of millions of rows on every page is slow
     actions = [delete_files, restore_files]
-    inlines = [FileVersionInline, VariantInline]
+    inlines = [FileVersionInline]
     fields = (
         "id",
         "project",
@@ -118,6 +112,11 @@ class FileAdmin(ReadOnlyAdmin):
         "purged_at",
     )
     readonly_fields = fields
+
+    def get_inlines(
+        self, request: HttpRequest, obj: File | None
+    ) -> list[type[InlineModelAdmin[Any, Any]]]:
+        return [*self.inlines, *_file_page_inlines]
 
 
 @admin.register(StoredObject)

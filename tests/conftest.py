@@ -7,7 +7,6 @@ from botocore.exceptions import ClientError
 
 from storage_service import objectstore
 from tests.factories import Actor, make_actor
-from variants import scheduling as variants_scheduling
 from variants import services as variants_services
 
 
@@ -50,7 +49,6 @@ def _variant_messages_only_when_asked(
     keeps consuming the test queue afterwards, and would otherwise process other tests'
     thumbnails while their tables are being truncated (a deadlock at teardown)."""
     if "variant_messages" not in request.fixturenames:
-        monkeypatch.setattr(variants_scheduling, "enqueue", lambda variant_id: None)
         monkeypatch.setattr(variants_services, "enqueue", lambda variant_id: None)
 
 

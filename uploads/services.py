@@ -25,6 +25,7 @@ from storage_service.errors import (
     FileNotPending,
     FileTooLarge,
     StorageUnavailable,
+    UploadIsMultipart,
     UploadNotActive,
     UploadPartsIncomplete,
     UploadSizeMismatch,
@@ -107,6 +108,19 @@ def _check_open(session: UploadSession) -> None:
         raise UploadNotActive(f"The upload is {session.status}.")
     if session.expires_at <= timezone.now():
         raise UploadNotActive("The upload has expired; start a new one.")
+
+
+def multipart_complete_refusal(*, file: File) -> ApiError | None:
+    """files' ``single_complete_refusal`` hook (registered in UploadsConfig.ready): a file
+    whose bytes arrive in parts is completed by its session, which assembles them."""
+    session_id = UploadSession.objects.filter(file=file).values_list("id", flat=True).first()
+    if session_id is None:
+        return None
+    return UploadIsMultipart(
+        "This file is uploaded in parts; complete it with "
+        f"POST /v1/uploads/multipart/{session_id}/complete.",
+        details={"uploadId": session_id},
+    )
 
 
 # --- Initiate --------------------------------------------------------------------------------

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from storage_service.adminperms import ReadOnlyAdmin
+from files.admin import file_page_inline
+from storage_service.adminperms import ReadOnlyAdmin, ReadOnlyInline
 from variants.models import Variant
 
 
@@ -18,3 +19,27 @@ class VariantAdmin(ReadOnlyAdmin):
     show_full_result_count = False
     list_select_related = ("file",)
     raw_id_fields = ("file", "project", "source_object", "output_object")
+
+
+@file_page_inline
+class VariantInline(ReadOnlyInline):
+    """The file's variants (every version's), read-only: they change only through their
+    services and workers. The full record is one click away on the variant's own page."""
+
+    model = Variant
+    fields = (
+        "id",
+        "label",
+        "version",
+        "status",
+        "output_width",
+        "output_height",
+        "size",
+        "attempts",
+        "failure_reason",
+        "created_at",
+        "finished_at",
+    )
+    readonly_fields = fields
+    ordering = ("id",)  # the variant_file_list index (file, id)
+    show_change_link = True

@@ -1,4 +1,5 @@
-"""Every state change of a variant: request, processing (claim, render, finish), sweep."""
+"""Every state change of a variant: request, processing (claim, render, finish), sweep, and
+what variants does when files announces a published version or a purged file."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import logging
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -20,6 +22,7 @@ from files.events import record_file_event
 from files.models import File, StoredObject
 from files.services.common import Status, discard, lock_file
 from storage_service import objectstore
+from storage_service.celery import app
 from storage_service.errors import (
     FileNotFound,
     FileNotUploaded,
@@ -34,11 +37,15 @@ from storage_service.timefmt import iso
 from variants import imaging, store
 from variants.imaging import ELIGIBLE_TYPES, ImageRejected, Params
 from variants.models import Variant
-from variants.scheduling import enqueue, variant_get_or_create
 from webhooks.models import Event
 
 logger = logging.getLogger(__name__)
 VStatus = Variant.Status
+
+# Every eligible upload and replacement gets this one: a 256-pixel box, aspect ratio kept.
+THUMBNAIL = Params(width=256, height=256, fit="inside", format="webp", quality=80)
+# Sent by name: variants.tasks imports this module.
+PROCESS_TASK = "variants.tasks.process_variant"
 
 
 def variant_json(variant: Variant) -> dict[str, Any]:
@@ -74,6 +81,64 @@ def params_of(variant: Variant) -> Params:
         format=variant.format,
         quality=variant.quality,
     )
+
+
+def enqueue(variant_id: str) -> None:
+    """Send the processing message. A broker that is down loses nothing: the stale sweep
+    finds the variant still pending and sends it again, so the caller never fails for it."""
+    try:
+        app.send_task(PROCESS_TASK, args=[variant_id])
+    except Exception:
+        logger.warning("could not enqueue variant %s; the sweep will retry", variant_id)
+
+
+def variant_get_or_create(
+    *, file: File, version: int, source_object_id: int, params: Params
+) -> tuple[Variant, bool]:
+    """The variant of these parameters for this file version, created (and its work sent after
+    commit) only if new. The caller holds the file row's lock, which serialises identical
+    requests; the unique constraint (file, version, label) is the backstop."""
+    variant, created = Variant.objects.get_or_create(
+        file=file,
+        version=version,
+        label=params.label,
+        defaults={
+            "project_id": file.project_id,
+            "source_object_id": source_object_id,
+            "width": params.width,
+            "height": params.height,
+            "fit": params.fit,
+            "format": params.format,
+            "quality": params.quality,
+        },
+    )
+    if created:
+        transaction.on_commit(partial(enqueue, variant.id))
+    return variant, created
+
+
+# --- What files announces (registered in VariantsConfig.ready) -----------------------------
+
+
+def thumbnail_schedule(*, file: File, stored: StoredObject, version: int) -> None:
+    """files' ``version_published``, inside the publishing transaction: an eligible image
+    (judged by its sniffed bytes) gets its thumbnail variant, made after commit."""
+    if stored.sniffed_type in ELIGIBLE_TYPES:
+        variant_get_or_create(
+            file=file, version=version, source_object_id=stored.id, params=THUMBNAIL
+        )
+
+
+def variants_discard_outputs(*, file: File) -> None:
+    """files' ``file_purged``, in the purge's transaction: hand every variant result of the
+    file to the objects sweep. A result belongs to exactly one variant, so nothing else can
+    need it."""
+    StoredObject.objects.filter(
+        id__in=Variant.objects.filter(file=file, output_object__isnull=False).values(
+            "output_object_id"
+        ),
+        state__in=[StoredObject.State.PENDING, StoredObject.State.LIVE],
+    ).update(state=StoredObject.State.DISCARDED)
 
 
 # --- Requests ------------------------------------------------------------------------------

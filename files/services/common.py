@@ -16,6 +16,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from accounts.models import Project
+from files import hooks
 from files.models import File, FileVersion, StoredObject
 from storage_service import objectstore
 from storage_service.errors import (
@@ -28,7 +29,6 @@ from storage_service.errors import (
 )
 from storage_service.ids import looks_like_id, new_id
 from storage_service.sniff import SNIFF_BYTES, contradicts, recorded_type, sniff
-from variants.scheduling import thumbnail_schedule
 
 Status = File.Status
 
@@ -157,8 +157,8 @@ def publish(file: File, stored: StoredObject, verified: Verified, *, version: in
         size=verified.size,
         checksum=verified.checksum,
     )
-    # An eligible image (by its sniffed bytes) gets its thumbnail, made after commit.
-    thumbnail_schedule(file=file, stored=stored, version=version)
+    # variants makes an eligible image's thumbnail (after commit).
+    hooks.version_published.send(file=file, stored=stored, version=version)
 
 
 def check_single_put_size(size: int) -> None:

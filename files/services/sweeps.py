@@ -10,6 +10,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from files import hooks
 from files.events import record_file_event
 from files.models import File, FileVersion, IdempotencyRecord, StoredObject
 from files.services.common import (
@@ -18,7 +19,6 @@ from files.services.common import (
 )
 from storage_service import objectstore
 from storage_service.timefmt import iso
-from variants.scheduling import variants_discard_outputs
 from webhooks.models import Event
 
 
@@ -98,8 +98,8 @@ def _purge_one(file_id: str, cutoff: datetime) -> bool:
             )
             if not still_used:
                 discard(stored)
-        # Variant results belong to this file alone.
-        variants_discard_outputs(file=file)
+        # What other apps keep for this file alone (variant results) goes too.
+        hooks.file_purged.send(file=file)
         record_file_event(Event.Type.FILE_PURGED, file, purgedAt=iso(file.purged_at))
         return True
 

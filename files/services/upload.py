@@ -10,6 +10,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from accounts.models import Project
+from files import hooks
 from files.events import record_file_event
 from files.models import File, IdempotencyRecord
 from files.services.common import (
@@ -28,9 +29,7 @@ from storage_service.errors import (
     ApiError,
     FileNotPending,
     IdempotencyKeyReused,
-    UploadIsMultipart,
 )
-from uploads.models import UploadSession
 from webhooks.models import Event
 
 # --- Single upload -------------------------------------------------------------------------
@@ -122,7 +121,8 @@ def _idempotent_replay(project: Project, key: str, request_hash: str) -> Started
 def file_complete(*, project: Project, file_id: str) -> File:
     """Verify the uploaded bytes and publish version 1.
 
-    1. Lock the file; only a pending file can complete (409 FILE_NOT_PENDING).
+    1. Lock the file; only a pending file can complete (409 FILE_NOT_PENDING), and not one
+       another app uploads (a multipart file: 409 UPLOAD_IS_MULTIPART, from uploads).
     2. Read the stored object's real size and type. No bytes yet: 409 OBJECT_NOT_FOUND and
        nothing changes. Bytes of another size or a contradicting type: the file becomes
        ``failed`` (the presigned PUT cannot overwrite them, so they can never become right)
@@ -133,13 +133,10 @@ def file_complete(*, project: Project, file_id: str) -> File:
         file = lock_file(project, file_id)
         if file.status != Status.PENDING:
             raise FileNotPending(f"The file is {file.status}; only a pending file can complete.")
-        session_id = UploadSession.objects.filter(file=file).values_list("id", flat=True).first()
-        if session_id is not None:
-            raise UploadIsMultipart(
-                "This file is uploaded in parts; complete it with "
-                f"POST /v1/uploads/multipart/{session_id}/complete.",
-                details={"uploadId": session_id},
-            )
+        # A multipart file completes through its session (uploads refuses it here).
+        for owned in hooks.single_complete_refusal.send(file=file):
+            if owned is not None:
+                raise owned
         stored = file.current_object
         verified = verify(stored)
         if isinstance(verified, ApiError):

@@ -31,7 +31,7 @@ from tests.variants.images import (
     stripes,
     truncated_jpeg,
 )
-from variants import scheduling
+from variants import services as variants_services
 from variants.models import Variant
 from variants.services import variant_process, variants_requeue_stale
 from webhooks.models import Event
@@ -498,7 +498,7 @@ def test_a_broker_that_is_down_never_fails_the_request(
     owner: Actor, variant_messages: None, django_capture_on_commit_callbacks: Any
 ) -> None:
     with (
-        mock.patch.object(scheduling.app, "send_task", side_effect=ConnectionError("down")),
+        mock.patch.object(variants_services.app, "send_task", side_effect=ConnectionError("down")),
         django_capture_on_commit_callbacks(execute=True) as callbacks,
     ):
         file = image_file(owner)
