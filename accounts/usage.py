@@ -1,9 +1,7 @@
 """Per-project usage for operators: bytes stored and download bandwidth.
 
-Storage is the sum of the sizes of the project's *live* stored objects. A copy shares its
-source's object, so it counts once: the bytes exist once in the store. Variant results are
-objects of their own and count. Pending objects (uploads not yet verified) and discarded ones
-(waiting for the purge sweep) do not: they are not the project's files.
+Storage is what the apps that store bytes answer to the ``project_storage`` hook (files: the
+project's live stored objects, a shared copy once); accounts imports none of them.
 
 Bandwidth is the bytes of download URLs issued (``BandwidthUsage``, one row per UTC day).
 """
@@ -13,14 +11,27 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, timedelta
 
-from django.db.models import Count, OuterRef, Q, Subquery, Sum
+from django.db.models import OuterRef, Q, Subquery, Sum
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from accounts.models import BandwidthUsage, Project
-from files.models import StoredObject
+from storage_service.hooks import hook
 
 RECENT_DAYS = 30
+
+
+@dataclass(frozen=True)
+class Stored:
+    bytes: int
+    objects: int
+
+
+@hook
+def project_storage(*, project: Project) -> Stored:
+    """What one app stores for ``project``: its bytes, in how many objects. files registers
+    its answer in FilesConfig.ready; a receiver reads only that project's rows (an index)."""
+    raise NotImplementedError  # a prototype: only the registered receivers are called
 
 
 @dataclass(frozen=True)
@@ -38,10 +49,9 @@ def recent_since(today: date | None = None) -> date:
 
 
 def project_usage(project: Project) -> ProjectUsage:
-    """Two aggregates, each over one project's rows only (both served by an index)."""
-    storage = StoredObject.objects.filter(project=project, state=StoredObject.State.LIVE).aggregate(
-        total=Coalesce(Sum("size"), 0), count=Count("id")
-    )
+    """One aggregate per storing app and one of bandwidth, each over one project's rows only
+    (each served by an index)."""
+    stored = project_storage.send(project=project)
     since = recent_since()
     bandwidth = BandwidthUsage.objects.filter(project=project).aggregate(
         total_bytes=Coalesce(Sum("bytes"), 0),
@@ -50,8 +60,8 @@ def project_usage(project: Project) -> ProjectUsage:
         recent_downloads=Coalesce(Sum("downloads", filter=Q(day__gte=since)), 0),
     )
     return ProjectUsage(
-        storage_bytes=storage["total"],
-        live_objects=storage["count"],
+        storage_bytes=sum(s.bytes for s in stored),
+        live_objects=sum(s.objects for s in stored),
         bandwidth_bytes=bandwidth["total_bytes"],
         downloads=bandwidth["total_downloads"],
         recent_bandwidth_bytes=bandwidth["recent_bytes"],

@@ -41,7 +41,7 @@ class StoredObject(models.Model):
                 name="storedobject_discarded",
                 condition=Q(state="discarded"),
             ),
-            # Sum of a project's stored bytes (accounts/usage.py) as an index-only scan.
+            # Sum of a project's stored bytes (files/usage.py) as an index-only scan.
             models.Index(
                 fields=["project"],
                 include=["size"],

@@ -1,0 +1,24 @@
+"""What files stores for a project, for the operators' usage page (accounts/usage.py).
+
+The sum of the sizes of the project's *live* stored objects. A copy shares its source's
+object, so it counts once: the bytes exist once in the store. Variant results are objects of
+their own and count. Pending objects (uploads not yet verified) and discarded ones (waiting
+for the purge sweep) do not: they are not the project's files.
+"""
+
+from __future__ import annotations
+
+from django.db.models import Count, Sum
+from django.db.models.functions import Coalesce
+
+from accounts.models import Project
+from accounts.usage import Stored
+from files.models import StoredObject
+
+
+def project_stored(*, project: Project) -> Stored:
+    """accounts' ``project_storage`` hook (registered in FilesConfig.ready); an index-only
+    scan of storedobject_live_project."""
+    live = StoredObject.objects.filter(project=project, state=StoredObject.State.LIVE)
+    totals = live.aggregate(size=Coalesce(Sum("size"), 0), count=Count("id"))
+    return Stored(bytes=totals["size"], objects=totals["count"])
