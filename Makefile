@@ -41,9 +41,10 @@ test: lint typecheck ## Lint, type-check, then run the test suite against real s
 pytest: $(INSTALLED) ## Run only the test suite (quick loop; PYTEST_ARGS='-k name -x')
 	$(DEVSERVICES) exec -- $(BIN)/python -m pytest $(PYTEST_ARGS)
 
-lint: $(INSTALLED) ## Check formatting and lint rules
+lint: $(INSTALLED) ## Check formatting, lint rules and which package may import which
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 
 typecheck: $(INSTALLED) ## Run mypy
 	$(BIN)/mypy .
