@@ -24,6 +24,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from storage_service.errors import StorageUnavailable
+from storage_service.ids import new_id
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -51,6 +52,12 @@ class ObjectInfo:
     etag: str
     content_type: str | None
     sha256: str | None
+
+
+def new_key(project_id: str) -> str:
+    """The key of a new object: the project's id, then a random id. Never derived from a
+    filename or path, so renames and moves never touch the store and keys leak nothing."""
+    return f"{project_id}/{new_id('obj')}"
 
 
 def _make_client(

@@ -31,7 +31,6 @@ from storage_service.errors import (
     UploadSizeMismatch,
     ValidationError,
 )
-from storage_service.ids import new_id
 from storage_service.timefmt import iso
 from uploads.models import UploadSession
 from uploads.selectors import upload_get, upload_lock
@@ -150,8 +149,7 @@ def upload_start(
             f"A multipart upload is at most {limit} bytes.", details={"maxSize": limit}
         )
     plan = plan_parts(size)
-    # Random, never derived from the filename or path (the scheme files.services uses).
-    storage_key = f"{project.id}/{new_id('obj')}"
+    storage_key = objectstore.new_key(project.id)
     provider_upload_id = objectstore.multipart_start(key=storage_key, content_type=content_type)
     try:
         with transaction.atomic():

@@ -31,7 +31,7 @@ from storage_service.errors import (
     VariantNotFound,
     VariantNotReady,
 )
-from storage_service.ids import looks_like_id, new_id
+from storage_service.ids import looks_like_id
 from storage_service.pagination import Page, decode_cursor, encode_cursor
 from storage_service.timefmt import iso
 from variants import imaging, store
@@ -319,7 +319,7 @@ def _reserve_output(
             discard(StoredObject.objects.get(id=variant.output_object_id))
         output = StoredObject.objects.create(
             project_id=variant.project_id,
-            storage_key=f"{variant.project_id}/{new_id('obj')}",
+            storage_key=objectstore.new_key(variant.project_id),
             declared_type=content_type,
             declared_size=size,
         )

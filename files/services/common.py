@@ -27,7 +27,7 @@ from storage_service.errors import (
     ObjectNotFound,
     UploadSizeMismatch,
 )
-from storage_service.ids import looks_like_id, new_id
+from storage_service.ids import looks_like_id
 from storage_service.sniff import SNIFF_BYTES, contradicts, recorded_type, sniff
 
 Status = File.Status
@@ -64,8 +64,7 @@ def new_object(project: Project, *, content_type: str, size: int) -> StoredObjec
     ttl = settings.SERVICE_UPLOAD_URL_TTL_SECONDS
     return StoredObject.objects.create(
         project=project,
-        # Random, never derived from the filename or path: renames never touch the store.
-        storage_key=f"{project.id}/{new_id('obj')}",
+        storage_key=objectstore.new_key(project.id),
         declared_type=content_type,
         declared_size=size,
         upload_expires_at=timezone.now() + timedelta(seconds=ttl),
