@@ -535,7 +535,7 @@ def _project_endpoints(project_id: str) -> set[str]:
 
 
 def _envelope(event: Any) -> dict[str, Any]:
-    from webhooks.services import event_envelope
+    from webhooks.envelope import event_envelope
 
     return json.loads(json.dumps(event_envelope(event)))
 

@@ -34,15 +34,15 @@ from typing import Any
 from django.conf import settings
 from django.db import connection, transaction
 
-from storage_service.timefmt import iso_required
 from webhooks import sender
+from webhooks.envelope import envelope_body
+from webhooks.models import Event
 from webhooks.network import IPAddress, Target, UrlRefused, checked_addresses, parse_url
 from webhooks.signing import signature_header
 
 logger = logging.getLogger(__name__)
 
 USER_AGENT = "SERVICE-Webhooks/1.0"
-MAX_ERROR_LENGTH = 500
 # An attempt in flight keeps its lease this long past the timeout; only a worker that died
 # mid-attempt lets a lease run out, and then the sweep sends the delivery again.
 LEASE_MARGIN_SECONDS = 60
@@ -169,18 +169,17 @@ def claim_overdue(limit: int) -> list[Claimed]:
 # --- Sending ----------------------------------------------------------------------------------
 
 
-def envelope_body(claimed: Claimed) -> bytes:
-    """The contract's envelope as sent: id, type, created_at, data (compact JSON)."""
+def claimed_event(claimed: Claimed) -> Event:
+    """The event of a claimed row (read in the claim's join), for webhooks.envelope."""
     data = claimed.event_data
     if isinstance(data, str | bytes):  # Django's psycopg backend hands jsonb over as text
         data = json.loads(data)
-    envelope = {
-        "id": claimed.event_id,
-        "type": claimed.event_type,
-        "created_at": iso_required(claimed.event_created_at),
-        "data": data,
-    }
-    return json.dumps(envelope, separators=(",", ":"), ensure_ascii=False).encode()
+    return Event(
+        id=claimed.event_id,
+        type=claimed.event_type,
+        created_at=claimed.event_created_at,
+        data=data,
+    )
 
 
 class _Executor:
@@ -210,10 +209,6 @@ def executor() -> ThreadPoolExecutor:
         return _executor.pool
 
 
-def _short(text: str) -> str:
-    return text if len(text) <= MAX_ERROR_LENGTH else text[: MAX_ERROR_LENGTH - 1] + "…"
-
-
 def post(target: Target, addresses: Sequence[IPAddress], body: bytes, secret: str) -> Outcome:
     """One attempt: POST the signed body; a 2xx within the timeout is the only success."""
     headers = {
@@ -238,7 +233,7 @@ def send_all(claimed: Sequence[Claimed]) -> list[Outcome]:
     targets: dict[str, Target | str] = {}
     for item in claimed:
         if item.event_id not in bodies:
-            bodies[item.event_id] = envelope_body(item)
+            bodies[item.event_id] = envelope_body(claimed_event(item))
         if item.url not in targets:
             try:
                 targets[item.url] = parse_url(item.url)
@@ -256,15 +251,17 @@ def send_all(claimed: Sequence[Claimed]) -> list[Outcome]:
     def attempt(item: Claimed) -> Outcome:
         target = targets[item.url]
         if isinstance(target, str):
-            return Outcome(item.id, False, None, _short(f"Refused: {target}"))
+            return Outcome(item.id, False, None, sender.shorten(f"Refused: {target}"))
         addresses = resolved[(target.host, target.port)]
         if isinstance(addresses, str):
-            return Outcome(item.id, False, None, _short(addresses))
+            return Outcome(item.id, False, None, sender.shorten(addresses))
         try:
             outcome = post(target, addresses, bodies[item.event_id], item.secret)
         except Exception as exc:  # a bug must cost one attempt, never the batch's outcomes
             logger.exception("webhook delivery %s: unexpected error", item.id)
-            outcome = Outcome("", False, None, _short(f"Internal error: {type(exc).__name__}"))
+            outcome = Outcome(
+                "", False, None, sender.shorten(f"Internal error: {type(exc).__name__}")
+            )
         return Outcome(item.id, outcome.ok, outcome.status, outcome.error)
 
     if len(claimed) == 1:

@@ -136,7 +136,8 @@ def connections(max_idle: int) -> Connections:
         return _connections
 
 
-def _short(text: str) -> str:
+def shorten(text: str) -> str:
+    """An error message cut to what a delivery row keeps (MAX_ERROR_LENGTH)."""
     return text if len(text) <= MAX_ERROR_LENGTH else text[: MAX_ERROR_LENGTH - 1] + "…"
 
 
@@ -219,7 +220,7 @@ def post(
                 return timed_out
             except ssl.SSLError as exc:
                 connection.close()
-                return Result(False, None, _short(f"TLS failed: {_reason(exc)}"))
+                return Result(False, None, shorten(f"TLS failed: {_reason(exc)}"))
             except OSError as exc:
                 # Refused or unreachable: another checked address of the host may answer.
                 connection.close()
@@ -245,7 +246,7 @@ def post(
             if isinstance(exc, TimeoutError) or time.monotonic() > deadline:
                 return Result(False, status, timed_out.error)
             verb = "Read" if status is not None else "Connection"
-            return Result(False, status, _short(f"{verb} failed: {_reason(exc)}"))
+            return Result(False, status, shorten(f"{verb} failed: {_reason(exc)}"))
         if reusable:
             pool.give(key, connection)
         else:
@@ -256,7 +257,7 @@ def post(
             return Result(True, status, None)
         note = " (redirects are not followed)" if 300 <= response.status < 400 else ""
         return Result(False, status, f"HTTP {status}{note}.")
-    return Result(False, None, _short(last_error))
+    return Result(False, None, shorten(last_error))
 
 
 def _exchange(

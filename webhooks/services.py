@@ -20,7 +20,6 @@ from storage_service.errors import (
     WebhookNotFound,
 )
 from storage_service.ids import looks_like_id, new_id
-from storage_service.timefmt import iso_required
 from webhooks import tasks
 from webhooks.models import Delivery, Endpoint, Event
 from webhooks.network import UrlRefused, validate_webhook_url
@@ -87,16 +86,6 @@ def event_record(
     if ids:
         transaction.on_commit(lambda: tasks.enqueue(ids))
     return event
-
-
-def event_envelope(event: Event) -> dict[str, Any]:
-    """The contract's envelope, exactly as it is sent to endpoints."""
-    return {
-        "id": event.id,
-        "type": event.type,
-        "created_at": iso_required(event.created_at),
-        "data": event.data,
-    }
 
 
 @dataclass(frozen=True)

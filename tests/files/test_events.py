@@ -8,8 +8,8 @@ from files.services import files_purge_expired
 from tests.factories import Actor, jpeg_bytes
 from tests.helpers import start_upload, uploaded_file
 from tests.storage import put_to
+from webhooks.envelope import event_envelope
 from webhooks.models import Event
-from webhooks.services import event_envelope
 
 
 def events(actor: Actor) -> list[Event]:

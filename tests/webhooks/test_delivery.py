@@ -19,6 +19,7 @@ from accounts.models import Project
 from tests.factories import Actor
 from tests.webhook_receiver import Answer, Receiver, running_receiver, verify_signature
 from webhooks import delivery, tasks
+from webhooks.envelope import envelope_body
 from webhooks.models import Delivery, Endpoint, Event
 from webhooks.services import endpoint_create, event_record
 
@@ -57,6 +58,8 @@ def test_every_event_type_is_carried_signed_to_its_subscriber(
             registered.secret, request.headers["SERVICE-Signature"], request.body
         )
         assert request.json()["data"]["projectId"] == owner.project.id
+        # Byte for byte the one envelope of the stored event (webhooks/envelope.py).
+        assert request.body == envelope_body(Event.objects.get(id=request.json()["id"]))
     assert set(Delivery.objects.filter(id__in=ids).values_list("status", flat=True)) == {
         "DELIVERED"
     }
