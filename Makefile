@@ -9,25 +9,37 @@ VENV := .venv
 BIN := $(VENV)/bin
 # The stamp is newer than the inputs once they are installed, so editing either reinstalls.
 INSTALLED := $(VENV)/.installed
+# A production install, apart from .venv: the runtime lock and the project, nothing else.
+RUNTIME_VENV := var/runtime-venv
+RUNTIME_INSTALLED := $(RUNTIME_VENV)/.installed
 DEVSERVICES := $(BIN)/python scripts/devservices.py
 PYTEST_ARGS ?=
 
-.PHONY: help install run test pytest lint typecheck fmt bench clean
+.PHONY: help install run test pytest lint typecheck check-runtime fmt bench clean
 
 help: ## List the targets
 	@echo "Usage: make <target> [PYTEST_ARGS='...']"
 	@echo
 	@grep -E '^[a-zA-Z_.-]+:.*## ' $(MAKEFILE_LIST) \
-		| awk 'BEGIN {FS = ":.*## "} {printf "  %-10s %s\n", $$1, $$2}'
+		| awk 'BEGIN {FS = ":.*## "} {printf "  %-14s %s\n", $$1, $$2}'
 
-$(INSTALLED): requirements.lock pyproject.toml
+# requirements-dev.lock includes requirements.lock: the runtime pins, then the dev ones.
+$(INSTALLED): requirements.lock requirements-dev.lock pyproject.toml
 	@test -n "$(PYTHON)" || { echo "python3.11 not found" >&2; exit 1; }
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' \
 		|| { echo "$(PYTHON) is not Python 3.11; set PYTHON=/path/to/python3.11" >&2; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --upgrade pip
-	$(BIN)/pip install -r requirements.lock
+	$(BIN)/pip install -r requirements-dev.lock
 	$(BIN)/pip install --no-deps -e .
+	touch $@
+
+# After .venv: its checks of the Python version, and pip's cache warmed with the same wheels.
+$(RUNTIME_INSTALLED): requirements.lock pyproject.toml | $(INSTALLED)
+	rm -rf $(RUNTIME_VENV)
+	$(PYTHON) -m venv $(RUNTIME_VENV)
+	$(RUNTIME_VENV)/bin/pip install -q -r requirements.lock
+	$(RUNTIME_VENV)/bin/pip install -q --no-deps -e .
 	touch $@
 
 install: $(INSTALLED) ## Create .venv and install the locked dependencies
@@ -35,7 +47,7 @@ install: $(INSTALLED) ## Create .venv and install the locked dependencies
 run: $(INSTALLED) ## Run the API, Celery worker and beat with their services (Ctrl-C stops all)
 	exec $(DEVSERVICES) run
 
-test: lint typecheck ## Lint, type-check, then run the test suite against real services
+test: lint typecheck check-runtime ## Lint, type-check, check the runtime install, run the suite
 	$(DEVSERVICES) exec -- $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 pytest: $(INSTALLED) ## Run only the test suite (quick loop; PYTEST_ARGS='-k name -x')
@@ -48,6 +60,10 @@ lint: $(INSTALLED) ## Check formatting, lint rules and which package may import 
 
 typecheck: $(INSTALLED) ## Run mypy
 	$(BIN)/mypy .
+
+# From inside the runtime venv's directory, so only installed code can be imported.
+check-runtime: $(RUNTIME_INSTALLED) ## Runtime lock = what the service needs; all imports; check --deploy
+	cd $(RUNTIME_VENV) && bin/python $(CURDIR)/scripts/check_runtime.py
 
 fmt: $(INSTALLED) ## Format the code and apply safe lint fixes
 	$(BIN)/ruff format .

@@ -136,9 +136,9 @@ STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "var" / "static"
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns on a missing root
 STORAGES: dict[str, dict[str, object]] = {
-    # Django's default storage is the object store (django-storages), configured from the
-    # same AWS_* settings in each profile (see configure_storages).
-    "default": {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": {}},
+    # No "default": the service stores nothing through Django's storage API (clients move the
+    # bytes with presigned URLs; storage_service/objectstore.py does the rest). Code that
+    # reached for default_storage would fail loudly rather than write to an API host's disk.
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 # Finds assets in the apps directly, so no collectstatic step is needed to run.
@@ -297,22 +297,6 @@ LOGGING = {
         "urllib3": {"level": "WARNING"},
     },
 }
-
-
-def configure_storages(access_key: str, secret_key: str) -> None:
-    """Point Django's default storage (django-storages' S3Storage) at the service's bucket."""
-    STORAGES["default"]["OPTIONS"] = {
-        "bucket_name": AWS_STORAGE_BUCKET_NAME,
-        "endpoint_url": AWS_S3_ENDPOINT_URL,
-        "region_name": AWS_S3_REGION_NAME,
-        "access_key": access_key,
-        "secret_key": secret_key,
-        "addressing_style": AWS_S3_ADDRESSING_STYLE,
-        "signature_version": "s3v4",
-        "default_acl": None,
-        "file_overwrite": False,
-        "querystring_auth": True,
-    }
 
 
 # --- Image variants (variants/) ------------------------------------------------------------

@@ -34,4 +34,3 @@ SERVICE_WEBHOOK_QUEUE = "storage-test-webhooks"
 CELERY_TASK_ROUTES = {"webhooks.tasks.*": {"queue": SERVICE_WEBHOOK_QUEUE}}
 # Short retry delays, so the suite can watch a delivery go through all its attempts.
 SERVICE_WEBHOOK_RETRY_DELAYS_MS = env_int_list("SERVICE_WEBHOOK_RETRY_DELAYS_MS", [300, 600, 900])
-configure_storages(AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)

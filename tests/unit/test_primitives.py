@@ -1,4 +1,4 @@
-"""ids, timestamps, environment readers, cursors."""
+"""ids, timestamps, environment readers, cursors, and no default file storage."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from datetime import UTC, datetime
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
+from django.core.files.base import ContentFile
+from django.core.files.storage import InvalidStorageError, default_storage
 
 from storage_service import env
 from storage_service.errors import ValidationError
@@ -105,3 +107,10 @@ def test_a_bad_setting_stops_start_up() -> None:
     result = _load_settings("storage_service.settings.dev", SERVICE_DELETE_GRACE_DAYS="soon")
     assert result.returncode != 0
     assert "SERVICE_DELETE_GRACE_DAYS must be an integer" in result.stderr
+
+
+def test_nothing_can_be_stored_through_djangos_default_storage() -> None:
+    """Bytes go between clients and the store by presigned URLs; no code path may write them
+    to an API host's disk, which a default FileSystemStorage would do without a word."""
+    with pytest.raises(InvalidStorageError):
+        default_storage.save("anything.txt", ContentFile(b"x"))
