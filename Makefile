@@ -20,7 +20,7 @@ help: ## List the targets
 	@grep -E '^[a-zA-Z_.-]+:.*## ' $(MAKEFILE_LIST) \
 		| awk 'BEGIN {FS = ":.*## "} {printf "  %-10s %s\n", $$1, $$2}'
 
-$(INSTALLED): requirements.lock pyproject.toml
+$(INSTALLED): requirements.lock pyproject.toml clients/python/pyproject.toml
 	@test -n "$(PYTHON)" || { echo "python3.11 not found" >&2; exit 1; }
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' \
 		|| { echo "$(PYTHON) is not Python 3.11; set PYTHON=/path/to/python3.11" >&2; exit 1; }
@@ -28,6 +28,7 @@ $(INSTALLED): requirements.lock pyproject.toml
 	$(BIN)/pip install --upgrade pip
 	$(BIN)/pip install -r requirements.lock
 	$(BIN)/pip install --no-deps -e .
+	$(BIN)/pip install --no-deps -e ./clients/python  # the Python client and `storage` CLI
 	touch $@
 
 install: $(INSTALLED) ## Create .venv and install the locked dependencies
@@ -45,8 +46,9 @@ lint: $(INSTALLED) ## Check formatting and lint rules
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
 
-typecheck: $(INSTALLED) ## Run mypy
+typecheck: $(INSTALLED) ## Run mypy (the service; the client strictly, as Python 3.9)
 	$(BIN)/mypy .
+	cd clients/python && ../../$(BIN)/mypy storage_client
 
 fmt: $(INSTALLED) ## Format the code and apply safe lint fixes
 	$(BIN)/ruff format .
