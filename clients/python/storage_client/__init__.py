@@ -30,6 +30,7 @@ from storage_client.models import (
     DeliveryEvent,
     File,
     Folder,
+    UploadPart,
     Variant,
     VariantParams,
     Webhook,
