@@ -123,6 +123,18 @@ def _refusal(what: str, response: httpx.Response) -> TransferError:
     )
 
 
+def sign_parts(api: Api, upload_id: str, numbers: list[int]) -> list[dict[str, Any]]:
+    """Fresh presigned URLs for some parts: ``[{partNumber, url, expiresAt}]``."""
+    body = api.request(
+        "POST",
+        f"/uploads/multipart/{upload_id}/parts",
+        json={"partNumbers": numbers},
+        idempotent=True,  # it only signs URLs
+    )
+    parts: list[dict[str, Any]] = body["data"]["parts"]
+    return parts
+
+
 class PartSender:
     """Sends the parts of one multipart session, ``concurrency`` at a time."""
 
@@ -169,13 +181,7 @@ class PartSender:
         with self._lock:
             stale = [n for n in self._queue if self._urls.get(n, ("", 0.0))[1] <= soon]
         wanted = sorted(set(numbers) | set(stale[: 1000 - len(numbers)]))
-        body = self.api.request(
-            "POST",
-            f"/uploads/multipart/{self.upload_id}/parts",
-            json={"partNumbers": wanted},
-            idempotent=True,  # it only signs URLs
-        )
-        self.add_urls(body["data"]["parts"])
+        self.add_urls(sign_parts(self.api, self.upload_id, wanted))
 
     def _url(self, number: int) -> str:
         with self._lock:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -18,13 +18,20 @@ from storage_client._transfer import Destination, PartSender, Progress, plan_par
 from storage_client.errors import (
     ConfigurationError,
     ConflictError,
-    NetworkError,
     StorageError,
     TransferError,
     VariantFailedError,
     WaitTimeoutError,
 )
-from storage_client.models import File, Folder, UploadPart, Variant
+from storage_client.models import (
+    File,
+    Folder,
+    MultipartSession,
+    PresignedPart,
+    PresignedUpload,
+    UploadPart,
+    Variant,
+)
 from storage_client.webhooks import Webhooks
 
 if TYPE_CHECKING:
@@ -142,50 +149,55 @@ class Files:
             name = filename or src.name
             if not name:
                 raise ValueError("filename= is needed for a file object without a name")
-            body: dict[str, Any] = {
+            declared: dict[str, Any] = {
                 "filename": name,
-                "contentType": content_type or guess_content_type(name),
+                "content_type": content_type or guess_content_type(name),
                 "size": src.size,
+                "path": path,
+                "metadata": metadata,
+                "idempotency_key": idempotency_key or f"sdk-{uuid.uuid4().hex}",
             }
-            if path is not None:
-                body["path"] = path
-            if metadata is not None:
-                body["metadata"] = metadata
-            headers = {"Idempotency-Key": idempotency_key or f"sdk-{uuid.uuid4().hex}"}
             if src.size < self._client.multipart_threshold:
-                return self._upload_single(src, body, headers, progress)
-            started = self._api.request(
-                "POST", "/uploads/multipart", json=body, headers=headers, idempotent=True
-            )["data"]
-            if started["upload"]["status"] == "completed":  # a key used again after success
-                return File.from_json(started["file"])
-            return self._client.uploads._transfer(
-                started["upload"]["id"],
-                src,
-                session=started["upload"],
-                progress=progress,
-            )
+                file, target = self.start_upload(**declared)
+                if file.status != "pending":  # a key used again after success
+                    return self.get(file.id)
+                _transfer.put_single(
+                    self._client._store,
+                    target.raw,
+                    src,
+                    retries=self._client.part_retries,
+                    progress=progress,
+                )
+                return self.complete(file.id)
+            file, session = self._client.uploads.create(**declared)
+            if session.status == "completed":  # a key used again after success
+                return file
+            return self._client.uploads._transfer(session.id, src, session, progress)
 
-    def _upload_single(
+    def start_upload(
         self,
-        src: Source,
-        body: dict[str, Any],
-        headers: dict[str, str],
-        progress: Progress | None,
-    ) -> File:
+        *,
+        filename: str,
+        content_type: str,
+        size: int,
+        path: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        idempotency_key: str | None = None,
+    ) -> tuple[File, PresignedUpload]:
+        """Step 1 of a single upload whose bytes come from elsewhere (a browser): a pending
+        file and where to PUT its bytes. Then ``complete(file.id)``."""
         started = self._api.request(
-            "POST", "/files/upload", json=body, headers=headers, idempotent=True
+            "POST",
+            "/files/upload",
+            json=_declared(filename, content_type, size, path, metadata),
+            headers=_key_header(idempotency_key),
+            idempotent=idempotency_key is not None,
         )
-        file_id = str(started["file"]["id"])
-        if started["file"]["status"] != "pending":  # a key used again after success
-            return self.get(file_id)
-        _transfer.put_single(
-            self._client._store,
-            started["upload"],
-            src,
-            retries=self._client.part_retries,
-            progress=progress,
-        )
+        return File.from_json(started["file"]), PresignedUpload.from_json(started["upload"])
+
+    def complete(self, file_id: str) -> File:
+        """Step 2 of a single upload: the service checks the stored bytes' real size and type
+        and the file becomes ``uploaded``."""
         self._finish(f"/files/{file_id}/complete", file_id)
         return self.get(file_id)
 
@@ -325,6 +337,25 @@ def _camel(name: str) -> str:
     return head + "".join(part.title() for part in rest)
 
 
+def _declared(
+    filename: str,
+    content_type: str,
+    size: int,
+    path: str | None,
+    metadata: dict[str, Any] | None,
+) -> dict[str, Any]:
+    body: dict[str, Any] = {"filename": filename, "contentType": content_type, "size": size}
+    if path is not None:
+        body["path"] = path
+    if metadata is not None:
+        body["metadata"] = metadata
+    return body
+
+
+def _key_header(idempotency_key: str | None) -> dict[str, str]:
+    return {"Idempotency-Key": idempotency_key} if idempotency_key else {}
+
+
 # --- Folders ----------------------------------------------------------------------------------
 
 
@@ -342,6 +373,9 @@ class Folders:
 
 
 class Uploads:
+    """Multipart sessions: ``resume`` for interrupted uploads, and the steps one by one for
+    bytes that do not pass through this process (a browser's)."""
+
     def __init__(self, client: Client) -> None:
         self._client = client
         self._api = client._api
@@ -349,22 +383,66 @@ class Uploads:
     def resume(
         self, upload_id: str, source: SourceLike, *, progress: Progress | None = None
     ) -> File:
-        """Finish an interrupted multipart upload from the same source.
+        """Finish an interrupted multipart upload from the same source (a file object is
+        read from its current position, as by ``upload``).
 
         Lists the parts the store holds, keeps those whose length and checksum match the
         source, sends the others, and completes.
         """
         with Source(source) as src:
-            return self._transfer(upload_id, src, session=None, progress=progress)
+            return self._transfer(upload_id, src, None, progress)
 
-    def abort(self, upload_id: str) -> None:
-        """Abort a session (the store drops its parts; the file becomes ``failed``)."""
-        self._api.request("DELETE", f"/uploads/multipart/{upload_id}")
+    def create(
+        self,
+        *,
+        filename: str,
+        content_type: str,
+        size: int,
+        path: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        idempotency_key: str | None = None,
+    ) -> tuple[File, MultipartSession]:
+        """Start a session: a pending file, and a presigned PUT URL for every part."""
+        data = self._api.request(
+            "POST",
+            "/uploads/multipart",
+            json=_declared(filename, content_type, size, path, metadata),
+            headers=_key_header(idempotency_key),
+            idempotent=idempotency_key is not None,
+        )["data"]
+        return File.from_json(data["file"]), MultipartSession.from_json(data["upload"])
+
+    def sign_parts(self, upload_id: str, part_numbers: list[int]) -> list[PresignedPart]:
+        """Fresh presigned URLs for some parts (the URLs live 15 minutes)."""
+        signed = _transfer.sign_parts(self._api, upload_id, list(part_numbers))
+        return [PresignedPart.from_json(part) for part in signed]
 
     def parts(self, upload_id: str) -> list[UploadPart]:
         """The parts the store holds for an active session, in part order."""
         body = self._api.request("GET", f"/uploads/multipart/{upload_id}/parts")
         return [UploadPart.from_json(part) for part in body["data"]["parts"]]
+
+    def complete(
+        self, upload_id: str, etags: Mapping[int, str], *, file_id: str | None = None
+    ) -> File:
+        """Assemble the parts (``{part number: ETag}``, every part once); the service checks
+        the object and the file becomes ``uploaded``. With ``file_id``, a retry whose first
+        attempt succeeded (its answer lost) answers that file instead of 409."""
+        body = {"parts": [{"partNumber": n, "etag": etags[n]} for n in sorted(etags)]}
+        path = f"/uploads/multipart/{upload_id}/complete"
+        try:
+            return File.from_json(self._api.request("POST", path, json=body, idempotent=True))
+        except ConflictError as exc:
+            if exc.code != "UPLOAD_NOT_ACTIVE" or file_id is None:
+                raise
+            current = self._client.files.get(file_id)
+            if current.status != "uploaded":
+                raise
+            return current
+
+    def abort(self, upload_id: str) -> None:
+        """Abort a session (the store drops its parts; the file becomes ``failed``)."""
+        self._api.request("DELETE", f"/uploads/multipart/{upload_id}")
 
     def _held(self, upload_id: str, src: Source, plan: _transfer.PartPlan) -> dict[int, str]:
         """The held parts that match the source: number -> etag."""
@@ -382,18 +460,16 @@ class Uploads:
         self,
         upload_id: str,
         src: Source,
-        *,
-        session: dict[str, Any] | None,
+        session: MultipartSession | None,
         progress: Progress | None,
     ) -> File:
-        """Send the parts (all of a new session's, or a resumed one's missing), complete."""
+        """Send the parts (all of a new session's, or a resumed one's missing), complete.
+
+        Whatever interrupts it leaves the session active and carries ``upload_id``.
+        """
         try:
             if session is not None:
-                plan = _transfer.PartPlan(
-                    size=int(session["size"]),
-                    part_size=int(session["partSize"]),
-                    part_count=int(session["partCount"]),
-                )
+                plan = _transfer.PartPlan(session.size, session.part_size, session.part_count)
                 held: dict[int, str] = {}
             else:
                 plan = plan_parts(src.size)
@@ -411,7 +487,7 @@ class Uploads:
             )
             missing = [n for n in range(1, plan.part_count + 1) if n not in held]
             if session is not None:
-                sender.add_urls(session["parts"])
+                sender.add_urls(session.raw["parts"])
             elif missing:
                 try:
                     sender.refresh(missing[:1])
@@ -422,16 +498,8 @@ class Uploads:
                         ) from exc
                     raise
             etags = {**held, **sender.send(missing)}
-            body = {"parts": [{"partNumber": n, "etag": etags[n]} for n in sorted(etags)]}
-            try:
-                done = self._api.request(
-                    "POST", f"/uploads/multipart/{upload_id}/complete", json=body, idempotent=True
-                )
-            except ConflictError as exc:
-                if exc.code != "UPLOAD_NOT_ACTIVE":
-                    raise
-                done = self._completed_meanwhile(upload_id, session, exc)
-            return File.from_json(done)
+            file_id = session.file_id if session is not None else None
+            return self.complete(upload_id, etags, file_id=file_id)
         except StorageError as exc:
             if exc.code not in _SESSION_ENDED:
                 exc.upload_id = upload_id
@@ -440,27 +508,10 @@ class Uploads:
                 exc.message += " (is the source the interrupted upload's, from the same position?)"
                 exc.args = (exc.message,)
             raise
-        except httpx.HTTPError as exc:  # pragma: no cover - every call above maps these
-            error = NetworkError(str(exc))
-            error.upload_id = upload_id
-            raise error from exc
         except BaseException as exc:
             # KeyboardInterrupt and anything else: the session stays active to resume.
             exc.upload_id = upload_id  # type: ignore[attr-defined]
             raise
-
-    def _completed_meanwhile(
-        self, upload_id: str, session: dict[str, Any] | None, exc: ConflictError
-    ) -> dict[str, Any]:
-        """A retried complete whose first attempt succeeded (its answer lost): the file is
-        uploaded. Without the session's file id, nothing tells: re-raise."""
-        if session is None or "fileId" not in session:
-            raise exc
-        current = self._api.request("GET", f"/files/{session['fileId']}")["data"]
-        if current.get("status") != "uploaded":
-            raise exc
-        body: dict[str, Any] = current
-        return body
 
 
 def _is_md5(etag: str) -> bool:

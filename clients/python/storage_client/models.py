@@ -267,3 +267,74 @@ class UploadPart:
             size=int(data["size"]),
             raw=dict(data),
         )
+
+
+@dataclass(frozen=True)
+class PresignedUpload:
+    """Where to PUT a single upload's bytes: ``method`` to ``url`` with exactly ``headers``
+    (they are signed: the declared content type and length, and ``if-none-match: *``)."""
+
+    url: str
+    method: str
+    headers: dict[str, str]
+    expires_at: datetime
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> PresignedUpload:
+        return cls(
+            url=str(data["url"]),
+            method=str(data.get("method") or "PUT"),
+            headers={str(k): str(v) for k, v in (data.get("headers") or {}).items()},
+            expires_at=_time(data, "expiresAt"),
+            raw=dict(data),
+        )
+
+
+@dataclass(frozen=True)
+class PresignedPart:
+    """Where to PUT one part of a multipart upload (with a plain ``Content-Length``)."""
+
+    part_number: int
+    url: str
+    expires_at: datetime
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> PresignedPart:
+        return cls(
+            part_number=int(data["partNumber"]),
+            url=str(data["url"]),
+            expires_at=_time(data, "expiresAt"),
+        )
+
+
+@dataclass(frozen=True)
+class MultipartSession:
+    """A multipart upload session (``upload_…``): every part but the last is exactly
+    ``part_size`` bytes; ``parts`` holds a presigned URL for each."""
+
+    id: str
+    file_id: str
+    status: str  # active, aborted, completed
+    size: int
+    part_size: int
+    part_count: int
+    parts: list[PresignedPart]
+    expires_at: datetime
+    created_at: datetime | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> MultipartSession:
+        return cls(
+            id=str(data["id"]),
+            file_id=str(data["fileId"]),
+            status=str(data["status"]),
+            size=int(data["size"]),
+            part_size=int(data["partSize"]),
+            part_count=int(data["partCount"]),
+            parts=[PresignedPart.from_json(p) for p in data.get("parts") or []],
+            expires_at=_time(data, "expiresAt"),
+            created_at=_optional_time(data, "createdAt"),
+            raw=dict(data),
+        )
