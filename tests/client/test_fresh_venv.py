@@ -76,6 +76,18 @@ def test_a_fresh_python39_venv_with_only_the_client(
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout)
 
+    # The command too, with the progress bars' package installed by the same pip install.
+    listed = subprocess.run(
+        [str(env_dir / "bin" / "storage"), "ls", "py39", "--json"],
+        cwd=tmp_path,
+        env={"STORAGE_API_KEY": actor.key.raw_key, "STORAGE_BASE_URL": api_base},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert [f["id"] for f in json.loads(listed.stdout)["files"]] == [seen["fileId"]]
+
     assert seen["python"] == [3, 9]
     assert seen["status"] == "uploaded" and seen["listed"] == [seen["fileId"]]
     assert seen["downloadedSha256"] == seen["uploadedSha256"]

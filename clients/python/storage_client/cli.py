@@ -185,11 +185,7 @@ def cmd_resume(client: Client, args: argparse.Namespace) -> int:
         file = client.uploads.resume(args.upload_id, source, progress=bar)
     finally:
         bar.close()
-    if args.json:
-        emit_json(file.raw)
-    else:
-        print(file_line(file))
-    return 0
+    return show_file(file, args)
 
 
 def cmd_ls(client: Client, args: argparse.Namespace) -> int:

@@ -118,14 +118,18 @@ class Client:
         self.close()
 
 
-# --- Files ------------------------------------------------------------------------------------
+class _Resource:
+    """A group of the API's routes, sharing the client's connections and settings."""
 
-
-class Files:
     def __init__(self, client: Client) -> None:
         self._client = client
         self._api = client._api
 
+
+# --- Files ------------------------------------------------------------------------------------
+
+
+class Files(_Resource):
     def upload(
         self,
         source: SourceLike,
@@ -359,10 +363,7 @@ def _key_header(idempotency_key: str | None) -> dict[str, str]:
 # --- Folders ----------------------------------------------------------------------------------
 
 
-class Folders:
-    def __init__(self, client: Client) -> None:
-        self._api = client._api
-
+class Folders(_Resource):
     def list(self, parent: str | None = None) -> Iterator[Folder]:
         """The direct child folders of ``parent`` (default: the root), by name."""
         for item in self._api.pages("/folders", {"parent": parent}):
@@ -372,13 +373,9 @@ class Folders:
 # --- Multipart sessions -----------------------------------------------------------------------
 
 
-class Uploads:
+class Uploads(_Resource):
     """Multipart sessions: ``resume`` for interrupted uploads, and the steps one by one for
     bytes that do not pass through this process (a browser's)."""
-
-    def __init__(self, client: Client) -> None:
-        self._client = client
-        self._api = client._api
 
     def resume(
         self, upload_id: str, source: SourceLike, *, progress: Progress | None = None
@@ -521,11 +518,7 @@ def _is_md5(etag: str) -> bool:
 # --- Variants ---------------------------------------------------------------------------------
 
 
-class Variants:
-    def __init__(self, client: Client) -> None:
-        self._client = client
-        self._api = client._api
-
+class Variants(_Resource):
     def create(
         self,
         file_id: str,
