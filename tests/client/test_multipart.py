@@ -34,7 +34,7 @@ class FlakySource(io.BytesIO):
         super().__init__(data)
         self.bytes_read = 0
         self.fail_at: int | None = None
-        self.on_offset: tuple[int, Callable[[], None]] | None = None
+        self.on_offset: tuple[int, Callable[[], object]] | None = None
         self._lock = threading.Lock()
 
     def read(self, size: int | None = -1, /) -> bytes:
@@ -123,22 +123,26 @@ def test_an_upload_interrupted_after_two_parts_resumes_with_only_the_missing_one
 def test_ctrl_c_leaves_the_session_active_and_resume_finishes_it(
     actor: Actor, make_client: Any, tmp_path: Path
 ) -> None:
-    client = make_client(actor, max_concurrency=2)
-    source = tmp_path / "big.bin"
-    data = write_random(source, SIZE)
+    client = make_client(actor, max_concurrency=1)
+    path = tmp_path / "big.bin"
+    data = write_random(path, SIZE)
+    source = FlakySource(data)
+    gate = threading.Event()
+    source.on_offset = (2 * PART, lambda: gate.wait(10))  # part 3 waits for the Ctrl-C
 
-    def interrupt(done: int, total: int) -> None:
+    def ctrl_c(done: int, total: int) -> None:
         if done >= 2 * PART:
+            gate.set()
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt) as caught:
-        client.files.upload(source, progress=interrupt)
+        client.files.upload(source, filename="big.bin", progress=ctrl_c)
 
     upload_id = caught.value.upload_id  # type: ignore[attr-defined]
     assert session_of(upload_id).status == "active"
-    assert len(held_parts(client, upload_id)) < 5
+    assert held_parts(client, upload_id) == [1, 2]
 
-    file = client.uploads.resume(upload_id, source)
+    file = client.uploads.resume(upload_id, path)
 
     assert file.size == SIZE
     assert downloaded(client, file.id) == data
