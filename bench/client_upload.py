@@ -54,10 +54,23 @@ def child(args: argparse.Namespace) -> int:
         client = Client(api_key=args.api_key, base_url=args.base_url, max_concurrency=CONCURRENCY)
         client.me()  # connect once, as boto3's client below resolves nothing until used
         baseline = status_mib("VmRSS")
+        marks: dict[str, float] = {}
+
+        def progress(done: int, total: int) -> None:
+            # When the first and the last byte went out: the rest is the API's part (start
+            # the session; complete, which assembles and verifies the object).
+            now = time.perf_counter()
+            if done and "first" not in marks:
+                marks["first"] = now
+            if done == total:
+                marks["last"] = now
+
         started = time.perf_counter()
-        file = client.files.upload(args.file, filename="bench.bin")
-        seconds = time.perf_counter() - started
+        file = client.files.upload(args.file, filename="bench.bin", progress=progress)
+        ended = time.perf_counter()
+        seconds = ended - started
         assert file.status == "uploaded" and file.size == os.path.getsize(args.file)
+        api = (marks["first"] - started) + (ended - marks["last"])
     else:
         import boto3
         from boto3.s3.transfer import TransferConfig
@@ -82,8 +95,13 @@ def child(args: argparse.Namespace) -> int:
         started = time.perf_counter()
         s3.upload_file(args.file, args.bucket, args.key, Config=config)
         seconds = time.perf_counter() - started
+        api = 0.0
     peak = status_mib("VmHWM")
-    print(json.dumps({"seconds": seconds, "baselineMiB": baseline, "peakMiB": peak}))
+    print(
+        json.dumps(
+            {"seconds": seconds, "apiSeconds": api, "baselineMiB": baseline, "peakMiB": peak}
+        )
+    )
     return 0
 
 
@@ -225,6 +243,10 @@ def main() -> int:
         )
     )
     print(f"ratio client / boto3: {ratio:.2f} ({client_mibs:.1f} / {direct_mibs:.1f} MiB/s)")
+    print(
+        f"of the client's best round, {best_client['apiSeconds']:.2f} s before its first byte "
+        "and after its last (start the session; complete: assemble and verify)"
+    )
     growth = client_peak - little_run["peakMiB"]
     print()
     print("Goals:")
