@@ -24,7 +24,7 @@ help: ## List the targets
 		| awk 'BEGIN {FS = ":.*## "} {printf "  %-14s %s\n", $$1, $$2}'
 
 # requirements-dev.lock includes requirements.lock: the runtime pins, then the dev ones.
-$(INSTALLED): requirements.lock requirements-dev.lock pyproject.toml
+$(INSTALLED): requirements.lock requirements-dev.lock pyproject.toml clients/python/pyproject.toml
 	@test -n "$(PYTHON)" || { echo "python3.11 not found" >&2; exit 1; }
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' \
 		|| { echo "$(PYTHON) is not Python 3.11; set PYTHON=/path/to/python3.11" >&2; exit 1; }
@@ -32,6 +32,7 @@ $(INSTALLED): requirements.lock requirements-dev.lock pyproject.toml
 	$(BIN)/pip install --upgrade pip
 	$(BIN)/pip install -r requirements-dev.lock
 	$(BIN)/pip install --no-deps -e .
+	$(BIN)/pip install --no-deps -e ./clients/python  # the Python client and `storage` CLI
 	touch $@
 
 # After .venv: its checks of the Python version, and pip's cache warmed with the same wheels.
@@ -58,8 +59,9 @@ lint: $(INSTALLED) ## Check formatting, lint rules and which package may import 
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 
-typecheck: $(INSTALLED) ## Run mypy
+typecheck: $(INSTALLED) ## Run mypy (the service; the client strictly, as Python 3.9)
 	$(BIN)/mypy .
+	cd clients/python && ../../$(BIN)/mypy storage_client
 
 # From inside the runtime venv's directory, so only installed code can be imported.
 check-runtime: $(RUNTIME_INSTALLED) ## Runtime lock = what the service needs; all imports; check --deploy

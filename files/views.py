@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
-import re
 from typing import Any
 
 from rest_framework import serializers, viewsets
@@ -24,11 +21,9 @@ from files.serializers import (
 )
 from files.validation import clean_path
 from storage_service import objectstore
-from storage_service.errors import ValidationError
+from storage_service.idempotency import idempotency_key, request_fingerprint
 from storage_service.serializers import validated, validated_query
 from storage_service.timefmt import iso
-
-_IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,255}$")
 
 
 def upload_json(upload: objectstore.PresignedUpload) -> dict[str, Any]:
@@ -57,15 +52,7 @@ class FileViewSet(viewsets.ViewSet):
 
     def upload(self, request: Request) -> Response:
         body = validated(UploadRequest, request.data)
-        key = request.headers.get("Idempotency-Key")
-        if key is not None and not _IDEMPOTENCY_KEY.match(key):
-            raise ValidationError(
-                "Idempotency-Key must be 1 to 255 printable ASCII characters.",
-                details={"Idempotency-Key": ["Invalid header value."]},
-            )
-        request_hash = hashlib.sha256(
-            json.dumps(request.data, sort_keys=True, separators=(",", ":")).encode()
-        ).hexdigest()
+        key = idempotency_key(request)
         started = services.file_upload_start(
             project=project_of(request),
             filename=body["filename"],
@@ -74,7 +61,7 @@ class FileViewSet(viewsets.ViewSet):
             path=body.get("path"),
             metadata=body.get("metadata"),
             idempotency_key=key,
-            request_hash=request_hash,
+            request_hash=request_fingerprint(request.data),
         )
         response = Response(
             {"file": file_json(started.file), "upload": upload_json(started.upload)}, status=201

@@ -28,9 +28,26 @@ def columns(model: type[Model]) -> tuple[list[str], str]:
     return names, quoted
 
 
+@cache
+def _converted(model: type[Model]) -> list[tuple[int, Any]]:
+    """The columns whose database value the field converts (a JSONField's text)."""
+    return [
+        (index, field)
+        for index, field in enumerate(model._meta.concrete_fields)
+        if hasattr(field, "from_db_value")
+    ]
+
+
 def instance(model: type[M], values: Sequence[Any]) -> M:
+    """The row as the ORM would make it: ``from_db`` after the fields' own conversions
+    (which the ORM's compiler applies, not ``from_db``: without them a JSONField would hold
+    its JSON text, and ``metadata`` would be answered as a string)."""
     names, _ = columns(model)
-    return model.from_db(DEFAULT_DB_ALIAS, names, list(values))
+    row = list(values)
+    for index, field in _converted(model):
+        if row[index] is not None:
+            row[index] = field.from_db_value(row[index], None, connection)
+    return model.from_db(DEFAULT_DB_ALIAS, names, row)
 
 
 def fetch_row(sql: str, params: Sequence[Any]) -> tuple[Any, ...] | None:

@@ -249,6 +249,9 @@ def path_id(name: str, prefix: str) -> OpenApiParameter:
 
 
 FILE_ID = path_id("file_id", "file")
+IDEMPOTENCY_KEY = OpenApiParameter(
+    "Idempotency-Key", str, OpenApiParameter.HEADER, description="1-255 printable ASCII."
+)
 
 
 class AutoSchema(SpectacularAutoSchema):

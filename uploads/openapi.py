@@ -9,6 +9,7 @@ from storage_service.openapi import (
     COMPONENTS,
     CONTENT_TYPE,
     FILENAME,
+    IDEMPOTENCY_KEY,
     METADATA,
     PATH,
     TIMESTAMP,
@@ -88,8 +89,11 @@ describe(
         summary="Start a multipart upload",
         description=(
             "Creates a pending file and an upload session with a presigned PUT for every part. "
-            "PUT each part's bytes, keep each response's ETag, then call complete."
+            "PUT each part's bytes, keep each response's ETag, then call complete. An "
+            "`Idempotency-Key` header makes retries safe: a replay answers the same file and "
+            "session as they are now, with fresh part URLs, and `Idempotent-Replayed: true`."
         ),
+        parameters=[IDEMPOTENCY_KEY],
         request=body(
             ["filename", "contentType", "size"],
             {
@@ -115,6 +119,7 @@ describe(
             },
             "VALIDATION_ERROR",
             "FILE_TOO_LARGE",
+            "IDEMPOTENCY_KEY_REUSED",
             "STORAGE_UNAVAILABLE",
         ),
     ),

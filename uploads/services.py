@@ -17,8 +17,9 @@ from django.utils import timezone
 
 from accounts.models import Project
 from files.events import record_file_event
-from files.models import File, StoredObject
+from files.models import File, IdempotencyRecord, StoredObject
 from files.services.common import discard, publish, verify
+from files.services.idempotency import MULTIPART, idempotency_claim, idempotency_remember
 from storage_service import objectstore
 from storage_service.errors import (
     ApiError,
@@ -57,6 +58,7 @@ class StartedMultipart:
     file: File
     session: UploadSession
     parts: PresignedParts
+    replayed: bool = False  # answered from an Idempotency-Key record
 
 
 def plan_of(session: UploadSession) -> PartPlan:
@@ -133,26 +135,50 @@ def upload_start(
     size: int,
     path: str | None = None,
     metadata: dict[str, Any] | None = None,
+    idempotency_key: str | None = None,
+    request_hash: str = "",
 ) -> StartedMultipart:
     """Create a pending file and an active session with a presigned URL for every part.
 
     1. Refuse sizes above SERVICE_MAX_MULTIPART_UPLOAD_BYTES (413); choose the part size.
-    2. Start the store's multipart upload (a network call, so outside the transaction).
-    3. One transaction: the stored object, the pending file, the session; ``file.created``
-       and ``upload.initiated``. Should it fail, the store's upload is aborted so no parts
-       can be left behind at the store.
-    4. Presign every part (pure CPU, after the commit).
+    2. With an Idempotency-Key already answered: replay that answer (same body) or refuse
+       (another body), before touching the store.
+    3. Start the store's multipart upload (a network call, so outside the transaction).
+    4. One transaction: under the key's lock, check the key again (a concurrent twin may
+       have won meanwhile: replay it and abort our store upload); then the stored object,
+       the pending file, the session, the key's record; ``file.created`` and
+       ``upload.initiated``. Should it fail, the store's upload is aborted so no parts can
+       be left behind at the store.
+    5. Presign every part (pure CPU, after the commit).
     """
     limit = settings.SERVICE_MAX_MULTIPART_UPLOAD_BYTES
     if size > limit:
         raise FileTooLarge(
             f"A multipart upload is at most {limit} bytes.", details={"maxSize": limit}
         )
+
+    def claim() -> IdempotencyRecord | None:
+        if idempotency_key is None:
+            return None
+        return idempotency_claim(
+            project=project, key=idempotency_key, request_hash=request_hash, kind=MULTIPART
+        )
+
+    if idempotency_key is not None:
+        with transaction.atomic():
+            answered = claim()
+        if answered is not None:
+            return _replay(answered)
     plan = plan_parts(size)
     storage_key = objectstore.new_key(project.id)
     provider_upload_id = objectstore.multipart_start(key=storage_key, content_type=content_type)
+    record = None
     try:
         with transaction.atomic():
+            record = claim()
+            if record is not None:
+                # Another request with this key won the race; ours is dropped below.
+                raise _Superseded
             # No upload_expires_at: the single-upload expiry sweep must leave this object
             # alone; the session's own expiry governs it.
             stored = StoredObject.objects.create(
@@ -182,16 +208,41 @@ def upload_start(
                 expires_at=timezone.now()
                 + timedelta(hours=settings.SERVICE_MULTIPART_UPLOAD_EXPIRY_HOURS),
             )
+            if idempotency_key is not None:
+                idempotency_remember(
+                    project=project,
+                    key=idempotency_key,
+                    request_hash=request_hash,
+                    kind=MULTIPART,
+                    file=file,
+                    response={"uploadId": session.id},
+                )
             record_file_event(Event.Type.FILE_CREATED, file)
             _upload_event(Event.Type.UPLOAD_INITIATED, session, file)
-    except BaseException:
+    except BaseException as exc:
         try:
             objectstore.multipart_abort(key=storage_key, upload_id=provider_upload_id)
         except StorageUnavailable:
             logger.warning("could not abort the store upload of failed session start")
+        if isinstance(exc, _Superseded) and record is not None:
+            return _replay(record)
         raise
     parts = _presign(session, list(range(1, plan.part_count + 1)))
     return StartedMultipart(file=file, session=session, parts=parts)
+
+
+class _Superseded(Exception):
+    """Rolls back a session start whose Idempotency-Key a concurrent request answered."""
+
+
+def _replay(record: IdempotencyRecord) -> StartedMultipart:
+    """The session an Idempotency-Key created, as it is now, with fresh part URLs (URLs are
+    not stored: a session may have 10,000 of them, and presigning is pure CPU)."""
+    session = UploadSession.objects.select_related("file", "stored_object").get(
+        id=record.response_body["uploadId"]
+    )
+    parts = _presign(session, list(range(1, session.part_count + 1)))
+    return StartedMultipart(file=session.file, session=session, parts=parts, replayed=True)
 
 
 # --- Fresh URLs and the parts held ---------------------------------------------------------

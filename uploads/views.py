@@ -8,6 +8,7 @@ from rest_framework.response import Response
 
 from accounts.context import project_of
 from files.serializers import file_json
+from storage_service.idempotency import idempotency_key, request_fingerprint
 from storage_service.serializers import validated
 from uploads import services
 from uploads.serializers import (
@@ -29,8 +30,10 @@ class MultipartUploadViewSet(viewsets.ViewSet):
             size=body["size"],
             path=body.get("path"),
             metadata=body.get("metadata"),
+            idempotency_key=idempotency_key(request),
+            request_hash=request_fingerprint(request.data),
         )
-        return Response(
+        response = Response(
             {
                 "data": {
                     "file": file_json(started.file),
@@ -39,6 +42,9 @@ class MultipartUploadViewSet(viewsets.ViewSet):
             },
             status=201,
         )
+        if started.replayed:
+            response["Idempotent-Replayed"] = "true"
+        return response
 
     def sign_parts(self, request: Request, upload_id: str) -> Response:
         body = validated(SignPartsRequest, request.data)

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
-from django.conf import settings
-from django.db import connection, transaction
-from django.utils import timezone
+from django.db import transaction
 
 from accounts.models import Project
 from files import hooks
 from files.events import record_file_event
-from files.models import File, IdempotencyRecord
+from files.models import File
 from files.services.common import (
     StartedUpload,
     Status,
@@ -24,11 +22,11 @@ from files.services.common import (
     publish,
     verify,
 )
+from files.services.idempotency import SINGLE, idempotency_claim, idempotency_remember
 from storage_service import objectstore
 from storage_service.errors import (
     ApiError,
     FileNotPending,
-    IdempotencyKeyReused,
 )
 from webhooks.models import Event
 
@@ -72,12 +70,13 @@ def file_upload_start(
         )
         upload = presign_upload(stored)
         if idempotency_key is not None:
-            IdempotencyRecord.objects.create(
+            idempotency_remember(
                 project=project,
                 key=idempotency_key,
                 request_hash=request_hash,
+                kind=SINGLE,
                 file=file,
-                response_body={
+                response={
                     "url": upload.url,
                     "method": upload.method,
                     "headers": upload.headers,
@@ -89,24 +88,9 @@ def file_upload_start(
 
 
 def _idempotent_replay(project: Project, key: str, request_hash: str) -> StartedUpload | None:
-    # Two requests with one key must not both create a file: the advisory lock (released at
-    # commit) makes the second wait for the first and then find its record.
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"{project.id}:{key}"]
-        )
-    cutoff = timezone.now() - timedelta(hours=settings.SERVICE_IDEMPOTENCY_TTL_HOURS)
-    record = IdempotencyRecord.objects.filter(project=project, key=key).first()
+    record = idempotency_claim(project=project, key=key, request_hash=request_hash, kind=SINGLE)
     if record is None:
         return None
-    if record.created_at < cutoff:
-        record.delete()  # keys are remembered for a day, then may be reused
-        return None
-    if record.request_hash != request_hash:
-        raise IdempotencyKeyReused(
-            "This Idempotency-Key was already used with a different request body.",
-            details={"idempotencyKey": key},
-        )
     file = File.objects.get(id=record.file_id)
     saved = record.response_body
     upload = objectstore.PresignedUpload(

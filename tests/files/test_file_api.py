@@ -149,3 +149,17 @@ def test_upload_answer_has_the_contract_shape(owner: Actor) -> None:
         "createdAt", "updatedAt",
     }  # fmt: skip
     assert body["file"]["version"] == 1
+
+
+def test_the_single_read_fast_path_answers_what_the_list_answers(owner: Actor) -> None:
+    """GET /v1/files/<id> reads its row with hand-built SQL (storage_service/fastfetch.py);
+    field by field it must answer what the ORM-built list answers, metadata an object."""
+    metadata = {"team": "ops", "tags": ["a", "b"], "nested": {"n": 1}, "none": None}
+    file = uploaded_file(owner, filename="m.png", path="p", metadata=metadata)
+
+    single = owner.get(f"/v1/files/{file['id']}").json()["data"]
+    listed = owner.get("/v1/files", {"path": "p"}).json()["data"]
+
+    assert single["metadata"] == metadata
+    assert single == listed[0]
+    assert owner.get(f"/v1/files/{file['id']}").json()["data"] == single

@@ -1,0 +1,72 @@
+"""Python client of the file storage service.
+
+from storage_client import Client
+client = Client()  # STORAGE_API_KEY and STORAGE_BASE_URL from the environment
+file = client.files.upload("report.pdf", path="reports/2026")
+"""
+
+from storage_client._version import __version__
+from storage_client.client import Client
+from storage_client.errors import (
+    AuthenticationError,
+    ConfigurationError,
+    ConflictError,
+    NetworkError,
+    NotFoundError,
+    PayloadTooLargeError,
+    PermissionDeniedError,
+    RateLimitedError,
+    ServerError,
+    ServiceUnavailableError,
+    StorageError,
+    TransferError,
+    UnprocessableError,
+    ValidationError,
+    VariantFailedError,
+    WaitTimeoutError,
+)
+from storage_client.models import (
+    Delivery,
+    DeliveryEvent,
+    File,
+    Folder,
+    MultipartSession,
+    PresignedPart,
+    PresignedUpload,
+    UploadPart,
+    Variant,
+    VariantParams,
+    Webhook,
+)
+
+__all__ = [
+    "AuthenticationError",
+    "Client",
+    "ConfigurationError",
+    "ConflictError",
+    "Delivery",
+    "DeliveryEvent",
+    "File",
+    "Folder",
+    "MultipartSession",
+    "NetworkError",
+    "NotFoundError",
+    "PayloadTooLargeError",
+    "PermissionDeniedError",
+    "PresignedPart",
+    "PresignedUpload",
+    "RateLimitedError",
+    "ServerError",
+    "ServiceUnavailableError",
+    "StorageError",
+    "TransferError",
+    "UnprocessableError",
+    "UploadPart",
+    "ValidationError",
+    "Variant",
+    "VariantFailedError",
+    "VariantParams",
+    "WaitTimeoutError",
+    "Webhook",
+    "__version__",
+]

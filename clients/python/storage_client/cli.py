@@ -1,0 +1,484 @@
+"""The ``storage`` command: the client's operations from a shell.
+
+Every subcommand takes ``--json`` (the API's own JSON on stdout, for scripts) and
+``--api-key``/``--base-url`` (else ``STORAGE_API_KEY``/``STORAGE_BASE_URL``). Errors are one
+line on stderr and exit code 1. Progress bars go to stderr, only when it is a terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, Callable, NoReturn
+
+from tqdm import tqdm
+
+from storage_client._version import __version__
+from storage_client.client import Client
+from storage_client.errors import StorageError
+from storage_client.models import File, Folder, Variant, Webhook
+
+PROG = "storage"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its usage errors as one line and exit code 1, like every error."""
+
+    def error(self, message: str) -> NoReturn:
+        fail(f"{message} (see `{self.prog} --help`)")
+
+
+def fail(message: str) -> NoReturn:
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    raise SystemExit(1)
+
+
+# --- Output -----------------------------------------------------------------------------------
+
+
+def emit_json(value: Any) -> None:
+    json.dump(value, sys.stdout, indent=2, ensure_ascii=False)
+    sys.stdout.write("\n")
+
+
+def human_size(size: int | None) -> str:
+    if size is None:
+        return "-"
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{size} B"  # pragma: no cover
+
+
+def full_name(file: File) -> str:
+    return f"{file.path}/{file.filename}" if file.path else file.filename
+
+
+def file_line(file: File) -> str:
+    when = file.updated_at.strftime("%Y-%m-%d %H:%M")
+    return f"{file.id}  {human_size(file.size):>10}  {when}  {file.status:<8}  {full_name(file)}"
+
+
+def file_details(file: File) -> None:
+    rows = [
+        ("id", file.id),
+        ("name", full_name(file)),
+        ("content type", file.content_type),
+        ("size", f"{file.size} ({human_size(file.size)})"),
+        ("status", file.status),
+        ("version", str(file.version)),
+        ("checksum", file.checksum or "-"),
+        ("created", file.created_at.isoformat()),
+        ("updated", file.updated_at.isoformat()),
+        ("uploaded", file.uploaded_at.isoformat() if file.uploaded_at else "-"),
+    ]
+    if file.deleted_at:
+        rows.append(("deleted", file.deleted_at.isoformat()))
+    if file.metadata:
+        rows.append(("metadata", json.dumps(file.metadata, ensure_ascii=False)))
+    for label, value in rows:
+        print(f"{label + ':':<14}{value}")
+
+
+def variant_line(variant: Variant) -> str:
+    size = f"{variant.width}x{variant.height}" if variant.width else "-"
+    return f"{variant.id}  {variant.label}  {variant.status}  {size}  {human_size(variant.size)}"
+
+
+def webhook_line(webhook: Webhook) -> str:
+    events = ",".join(webhook.events) if webhook.events else "(every event)"
+    return f"{webhook.id}  {webhook.status}  {webhook.url}  {events}"
+
+
+class Bar:
+    """A progress bar on stderr for one transfer (silent when stderr is not a terminal)."""
+
+    def __init__(self, label: str, total: int) -> None:
+        self._bar = tqdm(
+            total=total,
+            desc=label,
+            unit="B",
+            unit_scale=True,
+            unit_divisor=1024,
+            disable=None,  # off when stderr is not a TTY
+            leave=True,
+            dynamic_ncols=True,
+            file=sys.stderr,
+        )
+
+    def __call__(self, done: int, total: int) -> None:
+        if total and self._bar.total != total:
+            self._bar.total = total
+        self._bar.update(done - self._bar.n)
+
+    def close(self) -> None:
+        self._bar.close()
+
+
+# --- Subcommands ------------------------------------------------------------------------------
+
+
+def parse_metadata(items: Sequence[str]) -> dict[str, str] | None:
+    if not items:
+        return None
+    metadata: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            fail(f"--metadata takes key=value, not {item!r}")
+        metadata[key] = value
+    return metadata
+
+
+def cmd_upload(client: Client, args: argparse.Namespace) -> int:
+    metadata = parse_metadata(args.metadata or [])
+    uploaded: list[File] = []
+    failures = 0
+    for name in args.files:
+        source = Path(name)
+        if not source.is_file():
+            print(f"{PROG}: error: {name}: no such file", file=sys.stderr)
+            failures += 1
+            continue
+        bar = Bar(source.name, source.stat().st_size)
+        try:
+            file = client.files.upload(
+                source,
+                path=args.path,
+                metadata=metadata,
+                content_type=args.content_type,
+                progress=bar,
+            )
+        except StorageError as exc:
+            bar.close()
+            hint = ""
+            if exc.upload_id:
+                hint = f"; resume with: {PROG} resume {exc.upload_id} {name}"
+            print(f"{PROG}: error: {name}: {exc}{hint}", file=sys.stderr)
+            failures += 1
+            continue
+        except KeyboardInterrupt as exc:
+            bar.close()
+            upload_id = getattr(exc, "upload_id", None)
+            if upload_id:
+                fail(f"interrupted; resume with: {PROG} resume {upload_id} {name}")
+            fail("interrupted")
+        bar.close()
+        uploaded.append(file)
+        if not args.json:
+            print(file_line(file))
+    if args.json:
+        emit_json([file.raw for file in uploaded])
+    return 1 if failures else 0
+
+
+def cmd_resume(client: Client, args: argparse.Namespace) -> int:
+    source = Path(args.file)
+    bar = Bar(source.name, source.stat().st_size if source.is_file() else 0)
+    try:
+        file = client.uploads.resume(args.upload_id, source, progress=bar)
+    finally:
+        bar.close()
+    return show_file(file, args)
+
+
+def cmd_ls(client: Client, args: argparse.Namespace) -> int:
+    folders: list[Folder] = []
+    path = args.path
+    if path is not None:
+        path = path.strip("/")
+    if not args.search and not args.deleted:
+        folders = list(client.folders.list(parent=path or None))
+    files = list(
+        client.files.list(
+            path=(path or "/") if path is not None or not (args.search or args.deleted) else None,
+            search=args.search,
+            status="deleted" if args.deleted else None,
+            page_size=100,
+        )
+    )
+    if args.json:
+        emit_json({"folders": [f.raw for f in folders], "files": [f.raw for f in files]})
+        return 0
+    for folder in folders:
+        print(f"{folder.path}/  ({folder.file_count} files)")
+    for file in files:
+        print(file_line(file))
+    return 0
+
+
+def cmd_info(client: Client, args: argparse.Namespace) -> int:
+    file = client.files.get(args.id)
+    if args.json:
+        emit_json(file.raw)
+    else:
+        file_details(file)
+    return 0
+
+
+def cmd_get(client: Client, args: argparse.Namespace) -> int:
+    file = client.files.get(args.id)
+    bar = Bar(file.filename, file.size)
+    if args.dest == "-":
+        try:
+            client.files.download(file.id, sys.stdout.buffer, progress=bar)
+        finally:
+            bar.close()
+        return 0
+    destination = Path(args.dest) if args.dest else Path(file.filename)
+    if destination.is_dir():
+        destination = destination / file.filename
+    try:
+        size = client.files.download(file.id, destination, progress=bar)
+    finally:
+        bar.close()
+    if args.json:
+        emit_json({"id": file.id, "path": str(destination), "size": size})
+    else:
+        print(f"{destination}  {human_size(size)}")
+    return 0
+
+
+def cmd_url(client: Client, args: argparse.Namespace) -> int:
+    url = client.files.download_url(args.id, expires_in=args.expires)
+    if args.json:
+        emit_json({"id": args.id, "url": url})
+    else:
+        print(url)
+    return 0
+
+
+def split_destination(target: str) -> dict[str, Any]:
+    """``mv``'s NEWPATH: ``folder/`` moves (``/`` is the root), ``folder/name`` moves and
+    renames, a bare ``name`` renames in place."""
+    if target.endswith("/"):
+        return {"path": target.strip("/") or None}
+    if "/" in target:
+        folder, _, name = target.rpartition("/")
+        return {"path": folder.strip("/") or None, "filename": name}
+    return {"filename": target}
+
+
+def cmd_mv(client: Client, args: argparse.Namespace) -> int:
+    file = client.files.update(args.id, **split_destination(args.newpath))
+    return show_file(file, args)
+
+
+def cmd_cp(client: Client, args: argparse.Namespace) -> int:
+    path = args.path
+    if path is not None:
+        path = path.strip("/")  # "" (or "/") is the root
+    file = client.files.copy(args.id, path=path, filename=args.filename)
+    return show_file(file, args)
+
+
+def cmd_rm(client: Client, args: argparse.Namespace) -> int:
+    client.files.delete(args.id)
+    if args.json:
+        emit_json({"id": args.id, "deleted": True})
+    else:
+        print(f"deleted {args.id} (restore with: {PROG} restore {args.id})")
+    return 0
+
+
+def cmd_restore(client: Client, args: argparse.Namespace) -> int:
+    return show_file(client.files.restore(args.id), args)
+
+
+def show_file(file: File, args: argparse.Namespace) -> int:
+    if args.json:
+        emit_json(file.raw)
+    else:
+        print(file_line(file))
+    return 0
+
+
+def cmd_thumb(client: Client, args: argparse.Namespace) -> int:
+    variant = client.variants.create(
+        args.id,
+        width=args.width,
+        height=args.height,
+        fit=args.fit,
+        format=args.format,
+        quality=args.quality,
+        wait=True,
+        timeout=args.timeout,
+    )
+    written = None
+    if args.output:
+        written = client.variants.download(args.id, variant.id, args.output)
+    if args.json:
+        emit_json(variant.raw)
+    else:
+        print(variant_line(variant))
+        if written is not None:
+            print(f"{args.output}  {human_size(written)}")
+    return 0
+
+
+def cmd_webhooks_ls(client: Client, args: argparse.Namespace) -> int:
+    webhooks = client.webhooks.list()
+    if args.json:
+        emit_json([w.raw for w in webhooks])
+    else:
+        for webhook in webhooks:
+            print(webhook_line(webhook))
+    return 0
+
+
+def cmd_webhooks_add(client: Client, args: argparse.Namespace) -> int:
+    events = [e.strip() for e in args.events.split(",") if e.strip()] if args.events else None
+    webhook, secret = client.webhooks.create(args.url, events=events)
+    if args.json:
+        emit_json({"webhook": webhook.raw, "secret": secret})
+    else:
+        print(webhook_line(webhook))
+        print(f"secret: {secret}  (shown once: store it now)")
+    return 0
+
+
+def cmd_webhooks_rm(client: Client, args: argparse.Namespace) -> int:
+    client.webhooks.delete(args.id)
+    if args.json:
+        emit_json({"id": args.id, "deleted": True})
+    else:
+        print(f"deleted {args.id}")
+    return 0
+
+
+# --- The parser -------------------------------------------------------------------------------
+
+
+def _common() -> _Parser:
+    # SUPPRESS: the options may come before or after the subcommand without one overwriting
+    # the other with its default.
+    common = _Parser(add_help=False)
+    common.add_argument(
+        "--json", action="store_true", default=argparse.SUPPRESS, help="print JSON for scripts"
+    )
+    common.add_argument(
+        "--api-key",
+        default=argparse.SUPPRESS,
+        metavar="KEY",
+        help="API key (default: $STORAGE_API_KEY)",
+    )
+    common.add_argument(
+        "--base-url",
+        default=argparse.SUPPRESS,
+        metavar="URL",
+        help="the service's address (default: $STORAGE_BASE_URL)",
+    )
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = _common()
+    parser = _Parser(
+        prog=PROG,
+        description="Upload, list, download and manage files of the storage service.",
+        parents=[common],
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    commands.required = True
+
+    def add(name: str, handler: Callable[[Client, argparse.Namespace], int], text: str) -> Any:
+        sub = commands.add_parser(name, parents=[common], help=text, description=text)
+        sub.set_defaults(handler=handler)
+        return sub
+
+    sub = add("upload", cmd_upload, "upload files (in parallel parts when large)")
+    sub.add_argument("files", nargs="+", metavar="FILE")
+    sub.add_argument("--path", help="folder to upload into (default: the root)")
+    sub.add_argument("--metadata", nargs="*", metavar="KEY=VALUE", help="custom metadata")
+    sub.add_argument("--content-type", help="default: guessed from the file name")
+
+    sub = add("resume", cmd_resume, "finish an interrupted upload from the same file")
+    sub.add_argument("upload_id", metavar="UPLOAD_ID")
+    sub.add_argument("file", metavar="FILE")
+
+    sub = add("ls", cmd_ls, "list a folder's folders and files (default: the root)")
+    sub.add_argument("path", nargs="?", metavar="PATH")
+    sub.add_argument("--search", help="files whose name contains this (every folder)")
+    sub.add_argument("--deleted", action="store_true", help="list the trash instead")
+
+    sub = add("info", cmd_info, "show a file")
+    sub.add_argument("id", metavar="ID")
+
+    sub = add("get", cmd_get, "download a file (DEST: a path, a folder, or - for stdout)")
+    sub.add_argument("id", metavar="ID")
+    sub.add_argument("dest", nargs="?", metavar="DEST")
+
+    sub = add("url", cmd_url, "print a download URL")
+    sub.add_argument("id", metavar="ID")
+    sub.add_argument("--expires", type=int, metavar="S", help="seconds, 60 to 86400 (3600)")
+
+    sub = add("mv", cmd_mv, "rename or move: NEWPATH is folder/, folder/name or name")
+    sub.add_argument("id", metavar="ID")
+    sub.add_argument("newpath", metavar="NEWPATH")
+
+    sub = add("cp", cmd_cp, "copy a file (no bytes are copied)")
+    sub.add_argument("id", metavar="ID")
+    sub.add_argument("--path", help="folder of the copy (default: the same; '/' the root)")
+    sub.add_argument("--filename", help="name of the copy (default: the same)")
+
+    sub = add("rm", cmd_rm, "delete a file (restorable until the purge)")
+    sub.add_argument("id", metavar="ID")
+
+    sub = add("restore", cmd_restore, "restore a deleted file")
+    sub.add_argument("id", metavar="ID")
+
+    sub = add("thumb", cmd_thumb, "make a resized copy of an image and wait for it")
+    sub.add_argument("id", metavar="ID")
+    sub.add_argument("--width", type=int, required=True, metavar="W")
+    sub.add_argument("--height", type=int, metavar="H")
+    sub.add_argument("--fit", help="cover (default), contain, fill, inside, outside")
+    sub.add_argument("--format", metavar="F", help="webp (default), jpeg, png, avif")
+    sub.add_argument("--quality", type=int, metavar="Q", help="1-100 (80)")
+    sub.add_argument("--timeout", type=float, default=60, metavar="S", help="wait (60 s)")
+    sub.add_argument("--output", "-o", metavar="DEST", help="also download it here")
+
+    hooks = add("webhooks", cmd_webhooks_ls, "list, add or remove webhook endpoints")
+    actions = hooks.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
+    action = actions.add_parser("ls", parents=[common], help="list the endpoints")
+    action.set_defaults(handler=cmd_webhooks_ls)
+    action = actions.add_parser("add", parents=[common], help="register an endpoint")
+    action.add_argument("url", metavar="URL")
+    action.add_argument("--events", metavar="E1,E2", help="event types (default: all)")
+    action.set_defaults(handler=cmd_webhooks_add)
+    action = actions.add_parser("rm", parents=[common], help="remove an endpoint")
+    action.add_argument("id", metavar="ID")
+    action.set_defaults(handler=cmd_webhooks_rm)
+    return parser
+
+
+def main(argv: Iterable[str] | None = None) -> int:
+    args = build_parser().parse_args(list(argv) if argv is not None else None)
+    args.json = getattr(args, "json", False)
+    try:
+        client = Client(
+            api_key=getattr(args, "api_key", None) or os.environ.get("STORAGE_API_KEY"),
+            base_url=getattr(args, "base_url", None) or os.environ.get("STORAGE_BASE_URL"),
+        )
+    except StorageError as exc:
+        fail(str(exc))
+    try:
+        with client:
+            code: int = args.handler(client, args)
+            return code
+    except StorageError as exc:
+        fail(str(exc))
+    except OSError as exc:
+        fail(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "))
+    except KeyboardInterrupt:
+        fail("interrupted")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,70 @@
+"""Idempotency-Key records: the first answer to an upload creation, replayed on retry.
+
+Used by single uploads (files/services/upload.py) and multipart sessions (uploads/services.py).
+A record remembers which kind of creation made it, so a key reused on the other route is
+refused like a key reused with another body.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import connection
+from django.utils import timezone
+
+from accounts.models import Project
+from files.models import File, IdempotencyRecord
+from storage_service.errors import IdempotencyKeyReused
+
+SINGLE = "single"
+MULTIPART = "multipart"
+
+
+def idempotency_claim(
+    *, project: Project, key: str, request_hash: str, kind: str
+) -> IdempotencyRecord | None:
+    """The record a retry replays, or None when the key is new (or forgotten).
+
+    Call inside a transaction: it takes a lock on (project, key) held until commit, so two
+    requests with one key cannot both create. A record of another body or another kind of
+    creation: 409 IDEMPOTENCY_KEY_REUSED.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"{project.id}:{key}"]
+        )
+    cutoff = timezone.now() - timedelta(hours=settings.SERVICE_IDEMPOTENCY_TTL_HOURS)
+    record = IdempotencyRecord.objects.filter(project=project, key=key).first()
+    if record is None:
+        return None
+    if record.created_at < cutoff:
+        record.delete()  # keys are remembered for a day, then may be reused
+        return None
+    # Records written before kinds existed are single uploads (they hold the upload's url).
+    if record.request_hash != request_hash or record.response_body.get("kind", SINGLE) != kind:
+        raise IdempotencyKeyReused(
+            "This Idempotency-Key was already used with a different request body.",
+            details={"idempotencyKey": key},
+        )
+    return record
+
+
+def idempotency_remember(
+    *,
+    project: Project,
+    key: str,
+    request_hash: str,
+    kind: str,
+    file: File,
+    response: dict[str, Any],
+) -> None:
+    """Record the answer to replay (in the creating transaction, under the claim's lock)."""
+    IdempotencyRecord.objects.create(
+        project=project,
+        key=key,
+        request_hash=request_hash,
+        file=file,
+        response_body={**response, "kind": kind},
+    )

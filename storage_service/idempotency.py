@@ -1,0 +1,37 @@
+"""The ``Idempotency-Key`` header's rules, shared by every route that creates an upload.
+
+A view reads the key with ``idempotency_key`` (absent: None; malformed: 400) and fingerprints
+the body with ``request_fingerprint``; the owning app's service remembers the first answer
+under the key (files/services/idempotency.py) and replays it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+from rest_framework.request import Request
+
+from storage_service.errors import ValidationError
+
+HEADER = "Idempotency-Key"
+_KEY = re.compile(r"^[\x21-\x7e]{1,255}$")
+
+
+def idempotency_key(request: Request) -> str | None:
+    """The request's key: 1 to 255 printable ASCII characters, else 400 VALIDATION_ERROR."""
+    key = request.headers.get(HEADER)
+    if key is not None and not _KEY.match(key):
+        raise ValidationError(
+            f"{HEADER} must be 1 to 255 printable ASCII characters.",
+            details={HEADER: ["Invalid header value."]},
+        )
+    return key
+
+
+def request_fingerprint(body: Any) -> str:
+    """A hash of the JSON body, independent of key order and whitespace."""
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
