@@ -15,7 +15,7 @@ RUNTIME_INSTALLED := $(RUNTIME_VENV)/.installed
 DEVSERVICES := $(BIN)/python scripts/devservices.py
 PYTEST_ARGS ?=
 
-.PHONY: help install run test pytest lint typecheck check-runtime fmt bench clean
+.PHONY: help install run test pytest lint typecheck check-runtime fmt bench fuzz clean
 
 help: ## List the targets
 	@echo "Usage: make <target> [PYTEST_ARGS='...']"
@@ -70,6 +70,18 @@ check-runtime: $(RUNTIME_INSTALLED) ## Runtime lock = what the service needs; al
 fmt: $(INSTALLED) ## Format the code and apply safe lint fixes
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
+
+# The CI's schemathesis run (tests/ops/test_schemathesis.py) on a fresh random seed, with many
+# more examples and longer stateful scenarios. Not in CI. FUZZ_SEED=<n> repeats a run.
+ifndef FUZZ_SEED
+FUZZ_SEED := $(shell od -An -N4 -tu4 /dev/urandom | tr -d ' ')
+endif
+FUZZ_MAX_EXAMPLES ?= 100
+fuzz: $(INSTALLED) ## Fuzz the API against its document with every schemathesis phase and check
+	@echo "make fuzz: seed $(FUZZ_SEED), $(FUZZ_MAX_EXAMPLES) examples per operation"
+	FUZZ_SEED=$(FUZZ_SEED) FUZZ_MAX_EXAMPLES=$(FUZZ_MAX_EXAMPLES) FUZZ_TIMEOUT=3600 \
+		$(DEVSERVICES) exec -- $(BIN)/python -m pytest -s -p no:cacheprovider \
+		tests/ops/test_schemathesis.py
 
 # Skips a missing bench/ and helper modules (bench/_*.py), which are not benchmarks.
 bench: $(INSTALLED) ## Run every bench/*.py against real services

@@ -17,6 +17,8 @@ from storage_service.fastfetch import columns, fetch_row, instance
 from storage_service.ids import looks_like_id
 from storage_service.pagination import Keyset, Page, decode_cursor, encode_cursor, keyset_page
 
+# The query parameters that FileFilter applies (files/filters.py).
+FILTERS = ("search", "path", "status", "contentType")
 SORT_FIELDS = {
     "createdAt": ("created_at", "created_at"),
     "updatedAt": ("updated_at", "updated_at"),
@@ -145,14 +147,6 @@ class Folder:
     name: str
     parent: str | None
     file_count: int
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "name": self.name,
-            "parent": self.parent,
-            "fileCount": self.file_count,
-        }
 
 
 def folder_list(

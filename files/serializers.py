@@ -1,19 +1,45 @@
+"""JSON in and out of the Files endpoints: the request serializers (the one definition of
+what each accepts, documented from the same fields) and the renderers, annotated with the
+shapes of files/shapes.py."""
+
 from __future__ import annotations
 
-from typing import Any
+from typing import cast
 
 from rest_framework import serializers
 
+from files import selectors
 from files.models import File
+from files.shapes import (
+    DownloadUrlJson,
+    FileCompletedJson,
+    FileDeletedJson,
+    FileJson,
+    FileStatus,
+    FileWithUploadJson,
+    FolderJson,
+    UploadDescriptorJson,
+)
 from files.validation import (
     clean_content_type,
     clean_filename,
     clean_metadata,
     clean_path,
+    clean_search,
     clean_size,
 )
-from storage_service.serializers import CleanedField, StrictSerializer, strict_int
-from storage_service.timefmt import iso
+from storage_service import objectstore
+from storage_service.serializers import (
+    CleanedField,
+    StrictSerializer,
+    choice,
+    clean_cursor,
+    in_query,
+    or_empty,
+    query_int,
+    strict_int,
+)
+from storage_service.timefmt import iso_required
 
 # --- Input ---------------------------------------------------------------------------------
 
@@ -27,25 +53,29 @@ class UploadRequest(StrictSerializer):
 
 
 class UpdateRequest(StrictSerializer):
+    """At least one of the fields; ``metadata`` replaces the stored metadata whole."""
+
+    min_fields = 1
+
     filename = CleanedField(clean_filename, required=False)
     path = CleanedField(clean_path, required=False)
     metadata = CleanedField(clean_metadata, required=False)
 
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        if not attrs:
-            raise serializers.ValidationError(
-                {"body": ["Send at least one of filename, path, metadata."]}
-            )
-        return attrs
-
 
 class CopyRequest(StrictSerializer):
+    """The copy's name and folder; each defaults to the source's."""
+
     filename = CleanedField(clean_filename, required=False)
     path = CleanedField(clean_path, required=False)
 
 
+EXPIRES_IN_DEFAULT = 3600
+
+
 class DownloadUrlRequest(StrictSerializer):
-    expiresInSeconds = CleanedField(strict_int(60, 86400), required=False)
+    expiresInSeconds = CleanedField(
+        strict_int(60, 86400), required=False, default=EXPIRES_IN_DEFAULT
+    )
 
 
 class ReplaceRequest(StrictSerializer):
@@ -53,31 +83,108 @@ class ReplaceRequest(StrictSerializer):
     size = CleanedField(clean_size)
 
 
-class EmptyRequest(StrictSerializer):
-    pass
+class FileListQuery(serializers.Serializer):
+    limit = CleanedField(query_int(1, 100), required=False, default=20)
+    cursor = CleanedField(clean_cursor, required=False)
+    search = CleanedField(
+        or_empty(clean_search, "no filter."),
+        required=False,
+        help_text="Case-insensitive substring of the filename (`%` and `_` are literal).",
+    )
+    path = CleanedField(
+        or_empty(clean_path, "no filter."),
+        required=False,
+        help_text="Exact folder; `/` lists root-level files.",
+    )
+    status = CleanedField(
+        choice(File.Status.values),
+        required=False,
+        help_text="Deleted files are listed only with `status=deleted` (the trash).",
+    )
+    contentType = CleanedField(
+        or_empty(clean_content_type, "no filter."), required=False, help_text="Exact MIME type."
+    )
+    sortBy = CleanedField(choice(list(selectors.SORT_FIELDS)), required=False, default="createdAt")
+    order = CleanedField(choice(["asc", "desc"]), required=False, default="desc")
+
+
+class FolderListQuery(serializers.Serializer):
+    def get_fields(self) -> dict[str, serializers.Field]:
+        # Declared here because "parent" is an attribute every serializer already has.
+        return {
+            "parent": CleanedField(
+                in_query(clean_path),
+                required=False,
+                help_text="A folder (`''` and `/` are the root, as when omitted).",
+            ),
+            "limit": CleanedField(query_int(1, 100), required=False, default=100),
+            "cursor": CleanedField(clean_cursor, required=False),
+        }
 
 
 # --- Output --------------------------------------------------------------------------------
 
 
-def file_json(file: File) -> dict[str, Any]:
+def file_json(file: File) -> FileJson:
     """The contract's file object. Optional timestamps appear only once they apply."""
-    body: dict[str, Any] = {
+    body: FileJson = {
         "id": file.id,
         "filename": file.filename,
         "path": file.path,
         "contentType": file.content_type,
         "size": file.size,
-        "status": file.status,
+        "status": cast(FileStatus, file.status),
         "version": file.version,
         "metadata": file.metadata,
-        "createdAt": iso(file.created_at),
-        "updatedAt": iso(file.updated_at),
+        "createdAt": iso_required(file.created_at),
+        "updatedAt": iso_required(file.updated_at),
     }
     if file.uploaded_at is not None:
-        body["uploadedAt"] = iso(file.uploaded_at)
+        body["uploadedAt"] = iso_required(file.uploaded_at)
     if file.checksum:
         body["checksum"] = file.checksum
     if file.status == File.Status.DELETED and file.deleted_at is not None:
-        body["deletedAt"] = iso(file.deleted_at)
+        body["deletedAt"] = iso_required(file.deleted_at)
     return body
+
+
+def upload_json(upload: objectstore.PresignedUpload) -> UploadDescriptorJson:
+    assert upload.method == "PUT"  # the store's presigned uploads are PUTs
+    return {
+        "url": upload.url,
+        "method": "PUT",
+        "headers": upload.headers,
+        "expiresAt": iso_required(upload.expires_at),
+    }
+
+
+def file_with_upload_json(file: File, upload: objectstore.PresignedUpload) -> FileWithUploadJson:
+    return {"file": file_json(file), "upload": upload_json(upload)}
+
+
+def completed_json(file: File) -> FileCompletedJson:
+    assert file.uploaded_at is not None and file.checksum
+    return {
+        "id": file.id,
+        "status": "uploaded",
+        "uploadedAt": iso_required(file.uploaded_at),
+        "checksum": file.checksum,
+        "version": file.version,
+    }
+
+
+def deleted_json(file: File) -> FileDeletedJson:
+    return {"id": file.id, "deleted": True}
+
+
+def download_url_json(download: objectstore.PresignedDownload) -> DownloadUrlJson:
+    return {"url": download.url, "expiresAt": iso_required(download.expires_at)}
+
+
+def folder_json(folder: selectors.Folder) -> FolderJson:
+    return {
+        "path": folder.path,
+        "name": folder.name,
+        "parent": folder.parent,
+        "fileCount": folder.file_count,
+    }

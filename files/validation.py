@@ -1,4 +1,11 @@
-"""Field rules for filenames, folder paths, metadata and content types (all documented limits)."""
+"""Field rules for filenames, folder paths, metadata and content types (all documented limits).
+
+Each rule is a regular expression plus the limits that are settings, and each clean function
+enforces exactly that: the same pattern is the function's JSON Schema in the OpenAPI document
+(``with_schema``), so what the document allows is what the service accepts, character for
+character. The patterns use only what Python's ``re`` and ECMA-262 read alike (no ``\\s``,
+no ``.``, no lookaround): explicit classes, alternation and repetition.
+"""
 
 from __future__ import annotations
 
@@ -9,14 +16,70 @@ from typing import Any
 from django.conf import settings
 from rest_framework import serializers
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-# RFC 6838 type/subtype tokens, optionally with parameters (";charset=utf-8").
-_MIME = re.compile(
-    r"^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}"
-    r"(\s*;\s*[A-Za-z0-9!#$&^_.+-]+=(\"[^\"]*\"|[A-Za-z0-9!#$&^_.+-]+))*$"
+from storage_service.serializers import Schema, json_integer, with_schema
+
+# C0 controls and DEL, refused in names and paths.
+_CONTROL = r"\x00-\x1f\x7f"
+# Whitespace that is not a control character: the rest of what str.isspace() calls space.
+_SPACE = r" \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+# Every character str.isspace() is true for (what str.strip() removes).
+_ANY_SPACE = r"[\t\n\x0b\x0c\r\x1c-\x1f" + _SPACE + "]"
+
+# A name character (no '/', '\\' or control), and the same without whitespace or without '.'.
+_NAME = rf"[^/\\{_CONTROL}]"
+_NAME_SOLID = rf"[^/\\{_CONTROL}{_SPACE}]"
+_NAME_SOLID_NOT_DOT = rf"[^/\\{_CONTROL}{_SPACE}.]"
+_NAME_NOT_DOT = rf"[^/\\{_CONTROL}.]"
+_LEADING_SPACE = rf"[{_SPACE}]"
+
+# A filename: at least one character that is not whitespace, and not "." or "..".
+FILENAME_PATTERN = (
+    rf"^(?:{_LEADING_SPACE}*{_NAME_SOLID_NOT_DOT}{_NAME}*"  # starts (after spaces) with no dot
+    rf"|{_LEADING_SPACE}+\.{_NAME}*"  # spaces, then a dot: never "." or ".."
+    rf"|\.(?:{_NAME_NOT_DOT}{_NAME}*|\.{_NAME}+))$"  # a dot, then more than "" or "."
 )
 
+# A path segment: no leading or trailing whitespace, not "." or "..".
+_SEGMENT = (
+    rf"(?:{_NAME_SOLID_NOT_DOT}(?:{_NAME}*{_NAME_SOLID})?"
+    rf"|\.(?:{_NAME}*{_NAME_SOLID_NOT_DOT}|{_NAME}+{_NAME_SOLID}))"
+)
+# Segments joined by '/', or the root ("" or "/").
+PATH_PATTERN = rf"^(?:/?|{_SEGMENT}(?:/{_SEGMENT})*)$"
 
+# RFC 6838 type/subtype tokens, optionally with parameters (";charset=utf-8"), as an HTTP
+# header value (RFC 9110: spaces or tabs around ';', a quoted value of printable ASCII): the
+# content type is sent to the store and signed into the upload URL. Surrounding whitespace is
+# dropped.
+_TOKEN = r"[A-Za-z0-9!#$&^_.+-]"
+_OWS = r"[ \t]*"
+_QUOTED = r'"(?:[\t !#-\[\]-~]|\\[\t !-~])*"'
+_MIME = (
+    rf"[A-Za-z0-9]{_TOKEN}{{0,126}}/[A-Za-z0-9]{_TOKEN}{{0,126}}"
+    rf"(?:{_OWS};{_OWS}{_TOKEN}+=(?:{_QUOTED}|{_TOKEN}+))*"
+)
+CONTENT_TYPE_PATTERN = rf"^{_ANY_SPACE}*{_MIME}{_ANY_SPACE}*$"
+MAX_CONTENT_TYPE_LENGTH = 255  # files_file.content_type is a varchar(255)
+MAX_METADATA_KEY_LENGTH = 128
+
+_FILENAME = re.compile(FILENAME_PATTERN)
+_PATH = re.compile(PATH_PATTERN)
+_CONTENT_TYPE = re.compile(CONTENT_TYPE_PATTERN)
+
+
+def _filename_schema() -> Schema:
+    return {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": settings.SERVICE_MAX_FILENAME_LENGTH,
+        "pattern": FILENAME_PATTERN,
+        "description": "A name, not a path: no '/', '\\' or control characters, not only "
+        "whitespace, not '.' or '..'.",
+        "example": "report.pdf",
+    }
+
+
+@with_schema(_filename_schema)
 def clean_filename(value: Any) -> str:
     if not isinstance(value, str):
         raise serializers.ValidationError("Must be a string.")
@@ -28,13 +91,26 @@ def clean_filename(value: Any) -> str:
         )
     if "/" in value or "\\" in value:
         raise serializers.ValidationError("Must not contain '/' or '\\'; use path for folders.")
-    if _CONTROL.search(value):
+    if re.search(f"[{_CONTROL}]", value):
         raise serializers.ValidationError("Must not contain control characters.")
-    if value in {".", ".."}:
+    if not _FILENAME.fullmatch(value):
         raise serializers.ValidationError("Must not be '.' or '..'.")
     return value
 
 
+def _path_schema() -> Schema:
+    return {
+        "type": ["string", "null"],
+        "maxLength": settings.SERVICE_MAX_PATH_LENGTH,
+        "pattern": PATH_PATTERN,
+        "description": "A folder: segments joined by '/' (no leading or trailing '/'; no "
+        "empty, '.' or '..' segment; no segment starting or ending with whitespace; no '\\' "
+        "or control characters). null, '' and '/' mean the root.",
+        "example": "invoices/2026",
+    }
+
+
+@with_schema(_path_schema)
 def clean_path(value: Any) -> str | None:
     """A logical folder path; ``None``, ``""`` and ``"/"`` all mean the root (stored as null)."""
     if value is None:
@@ -47,16 +123,30 @@ def clean_path(value: Any) -> str | None:
         raise serializers.ValidationError(f"At most {settings.SERVICE_MAX_PATH_LENGTH} characters.")
     if value.startswith("/") or value.endswith("/"):
         raise serializers.ValidationError("Must not start or end with '/'.")
-    if _CONTROL.search(value) or "\\" in value:
+    if re.search(f"[{_CONTROL}\\\\]", value):
         raise serializers.ValidationError("Must not contain control characters or '\\'.")
-    for segment in value.split("/"):
-        if segment in {"", ".", ".."}:
-            raise serializers.ValidationError("Segments must not be empty, '.' or '..'.")
-        if segment.strip() != segment:
-            raise serializers.ValidationError("Segments must not start or end with spaces.")
+    if not _PATH.fullmatch(value):
+        raise serializers.ValidationError(
+            "Segments must not be empty, '.' or '..', nor start or end with spaces."
+        )
     return value
 
 
+def _metadata_schema() -> Schema:
+    return {
+        "type": ["object", "null"],
+        "maxProperties": settings.SERVICE_MAX_METADATA_KEYS,
+        "propertyNames": {"minLength": 1, "maxLength": MAX_METADATA_KEY_LENGTH},
+        "additionalProperties": True,
+        "description": "Your own JSON, replaced whole on update: at most "
+        f"{settings.SERVICE_MAX_METADATA_KEYS} keys of 1 to {MAX_METADATA_KEY_LENGTH} "
+        f"characters, and at most {settings.SERVICE_MAX_METADATA_BYTES} bytes as compact "
+        "UTF-8 JSON. null clears it.",
+        "x-maxSerializedBytes": settings.SERVICE_MAX_METADATA_BYTES,
+    }
+
+
+@with_schema(_metadata_schema)
 def clean_metadata(value: Any) -> dict[str, Any] | None:
     if value is None:
         return None
@@ -65,8 +155,10 @@ def clean_metadata(value: Any) -> dict[str, Any] | None:
     if len(value) > settings.SERVICE_MAX_METADATA_KEYS:
         raise serializers.ValidationError(f"At most {settings.SERVICE_MAX_METADATA_KEYS} keys.")
     for key in value:
-        if not key or len(key) > 128:
-            raise serializers.ValidationError("Keys must be 1 to 128 characters.")
+        if not key or len(key) > MAX_METADATA_KEY_LENGTH:
+            raise serializers.ValidationError(
+                f"Keys must be 1 to {MAX_METADATA_KEY_LENGTH} characters."
+            )
     encoded = json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
     if len(encoded) > settings.SERVICE_MAX_METADATA_BYTES:
         raise serializers.ValidationError(
@@ -75,22 +167,65 @@ def clean_metadata(value: Any) -> dict[str, Any] | None:
     return value
 
 
+def _content_type_schema() -> Schema:
+    return {
+        "type": "string",
+        "maxLength": MAX_CONTENT_TYPE_LENGTH,
+        "pattern": CONTENT_TYPE_PATTERN,
+        "description": "A MIME type (`type/subtype`, optionally `; name=value` parameters); "
+        "surrounding whitespace is dropped.",
+        "example": "application/pdf",
+    }
+
+
+@with_schema(_content_type_schema)
 def clean_content_type(value: Any) -> str:
-    if not isinstance(value, str) or not _MIME.match(value.strip()):
-        raise serializers.ValidationError("Must be a MIME type such as 'image/png'.")
+    if (
+        not isinstance(value, str)
+        or len(value) > MAX_CONTENT_TYPE_LENGTH
+        or not _CONTENT_TYPE.fullmatch(value)
+    ):
+        raise serializers.ValidationError(
+            f"Must be a MIME type such as 'image/png' (at most {MAX_CONTENT_TYPE_LENGTH} "
+            "characters)."
+        )
     return value.strip()
 
 
-def clean_size(value: Any) -> int:
-    # JSON integers only: "12", 12.0 and true are refused rather than coerced.
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise serializers.ValidationError("Must be an integer.")
-    if value < 0:
-        raise serializers.ValidationError("Must be at least 0.")
-    return value
+def size_rule(setting: str, *, minimum: int = 0, hint: str = "") -> Any:
+    """A size in bytes, ``minimum`` up to the setting's limit. Above the limit the service
+    answers 413 ``FILE_TOO_LARGE`` (the contract's status), so the limit is checked there and
+    stated here, from the same setting."""
+
+    def schema() -> Schema:
+        limit = getattr(settings, setting)
+        return {
+            "type": "integer",
+            "minimum": minimum,
+            "maximum": limit,
+            "description": f"Bytes; at most {limit} (`{setting}`); above it, 413 `FILE_TOO_LARGE`.",
+        }
+
+    @with_schema(schema)
+    def clean_size(raw: Any) -> int:
+        # JSON integers only: "12", 12.5 and true are refused rather than coerced.
+        value = json_integer(raw)
+        if value is None:
+            raise serializers.ValidationError("Must be an integer.")
+        if value < minimum:
+            raise serializers.ValidationError(f"Must be at least {minimum}.{hint}")
+        return value
+
+    return clean_size
 
 
+clean_size = size_rule("SERVICE_MAX_SINGLE_UPLOAD_BYTES")
+
+
+@with_schema(lambda: {"type": "string", "maxLength": 255, "pattern": "^[^\\x00]*$"})
 def clean_search(value: Any) -> str:
     if not isinstance(value, str) or "\x00" in value:
         raise serializers.ValidationError("Must be text without NUL characters.")
+    if len(value) > 255:
+        raise serializers.ValidationError("At most 255 characters.")
     return value

@@ -1,55 +1,71 @@
-"""HTTP only: parse, call a service or selector, render. The table of endpoints is urls.py."""
+"""HTTP only: parse, call a service or selector, render. The table of endpoints is urls.py.
+
+Each method's ``@extend_schema`` is its entry in the OpenAPI document: its body (the request
+serializer it validates with), its answers (the shapes its renderers return) and its own
+error codes; storage_service/openapi.py adds what every operation shares.
+"""
 
 from __future__ import annotations
 
-from typing import Any
-
-from rest_framework import serializers, viewsets
+from drf_spectacular.utils import extend_schema
+from rest_framework import viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from accounts.context import project_of
 from files import selectors, services
+from files.links import FILE_ID, file_links
 from files.serializers import (
     CopyRequest,
     DownloadUrlRequest,
-    EmptyRequest,
+    FileListQuery,
+    FolderListQuery,
     ReplaceRequest,
     UpdateRequest,
     UploadRequest,
+    completed_json,
+    deleted_json,
+    download_url_json,
     file_json,
+    file_with_upload_json,
+    folder_json,
 )
-from files.validation import clean_path
-from storage_service import objectstore
-from storage_service.idempotency import idempotency_key, request_fingerprint
-from storage_service.serializers import validated, validated_query
-from storage_service.timefmt import iso
+from files.shapes import (
+    DownloadUrlJson,
+    FileCompletedJson,
+    FileDeletedJson,
+    FileJson,
+    FileWithUploadJson,
+    FolderJson,
+)
+from storage_service.idempotency import (
+    IDEMPOTENCY_KEY,
+    IDEMPOTENT_REPLAYED,
+    idempotency_key,
+    request_fingerprint,
+)
+from storage_service.openapi import Links, errors_of
+from storage_service.serializers import EmptyRequest, validated, validated_query
+from storage_service.shapes import Data, Paged, paged
 
-
-def upload_json(upload: objectstore.PresignedUpload) -> dict[str, Any]:
-    return {
-        "url": upload.url,
-        "method": upload.method,
-        "headers": upload.headers,
-        "expiresAt": iso(upload.expires_at),
-    }
-
-
-class FileListQuery(serializers.Serializer):
-    """Paging and sorting; the filters are FileFilter's (files/filters.py)."""
-
-    limit = serializers.IntegerField(min_value=1, max_value=100, default=20)
-    cursor = serializers.CharField(required=False, max_length=2000)
-    sortBy = serializers.ChoiceField(choices=list(selectors.SORT_FIELDS), default="createdAt")
-    order = serializers.ChoiceField(choices=["asc", "desc"], default="desc")
-
-
-FILTER_PARAMS = ("search", "path", "status", "contentType")
+NOT_FOUND = ("FILE_NOT_FOUND",)
 
 
 class FileViewSet(viewsets.ViewSet):
     """The contract's "Files" section."""
 
+    @extend_schema(
+        tags=["files"],
+        summary="Start a single-PUT upload",
+        description="Creates a pending file and answers a presigned PUT. PUT the bytes to "
+        "`upload.url` with `upload.headers`, then call complete.",
+        parameters=[IDEMPOTENCY_KEY, IDEMPOTENT_REPLAYED],
+        request=UploadRequest,
+        responses={
+            201: Links(FileWithUploadJson, file_links("$response.body#/file/id")),
+            **errors_of("FILE_TOO_LARGE", "IDEMPOTENCY_KEY_REUSED", "STORAGE_UNAVAILABLE"),
+        },
+    )
     def upload(self, request: Request) -> Response:
         body = validated(UploadRequest, request.data)
         key = idempotency_key(request)
@@ -63,34 +79,54 @@ class FileViewSet(viewsets.ViewSet):
             idempotency_key=key,
             request_hash=request_fingerprint(request.data),
         )
-        response = Response(
-            {"file": file_json(started.file), "upload": upload_json(started.upload)}, status=201
-        )
+        answer: FileWithUploadJson = file_with_upload_json(started.file, started.upload)
+        response = Response(answer, status=201)
         if started.replayed:
             response["Idempotent-Replayed"] = "true"
         return response
 
+    @extend_schema(
+        tags=["files"],
+        summary="Verify the uploaded bytes and mark the file uploaded",
+        description="Reads the stored object's real size and sniffs its type. With no bytes "
+        "yet: 409 `OBJECT_NOT_FOUND`, nothing changes (PUT, then complete again). A size or "
+        "type that contradicts the declared one marks the file `failed`.",
+        parameters=[FILE_ID],
+        request=EmptyRequest,
+        responses={
+            200: Data[FileCompletedJson],
+            **errors_of(
+                *NOT_FOUND,
+                "FILE_NOT_PENDING",
+                "UPLOAD_IS_MULTIPART",
+                "OBJECT_NOT_FOUND",
+                "UPLOAD_SIZE_MISMATCH",
+                "CONTENT_TYPE_MISMATCH",
+                "STORAGE_UNAVAILABLE",
+            ),
+        },
+    )
     def complete(self, request: Request, file_id: str) -> Response:
         validated(EmptyRequest, request.data)
         file = services.file_complete(project=project_of(request), file_id=file_id)
-        return Response(
-            {
-                "data": {
-                    "id": file.id,
-                    "status": file.status,
-                    "uploadedAt": iso(file.uploaded_at),
-                    "checksum": file.checksum,
-                    "version": file.version,
-                }
-            }
-        )
+        answer: Data[FileCompletedJson] = {"data": completed_json(file)}
+        return Response(answer)
 
+    @extend_schema(
+        tags=["files"],
+        summary="List files (keyset pages)",
+        description="Newest first by default. Pages are keyset pages ordered by "
+        "`(sortBy, id)`: a cursor belongs to its `sortBy` and `order` (another answers 400). "
+        "A parameter given twice answers 400.",
+        parameters=[FileListQuery],
+        responses={200: Paged[FileJson]},
+    )
     def list(self, request: Request) -> Response:
         query = validated_query(FileListQuery, request)
         params = request.query_params
         page = selectors.file_list(
             project=project_of(request),
-            filters={name: params[name] for name in FILTER_PARAMS if name in params},
+            filters={name: params[name] for name in selectors.FILTERS if name in params},
             options=selectors.FileListOptions(
                 limit=query["limit"],
                 cursor=query.get("cursor"),
@@ -98,19 +134,43 @@ class FileViewSet(viewsets.ViewSet):
                 order=query["order"],
             ),
         )
-        return Response(
-            {"data": [file_json(f) for f in page.items], "pagination": page.pagination_json()}
-        )
+        answer: Paged[FileJson] = paged(page, file_json)
+        return Response(answer)
 
+    @extend_schema(
+        tags=["files"],
+        summary="Get a file",
+        parameters=[FILE_ID],
+        responses={200: Data[FileJson], **errors_of(*NOT_FOUND)},
+    )
     def retrieve(self, request: Request, file_id: str) -> Response:
         file = selectors.file_get(project=project_of(request), file_id=file_id)
-        return Response({"data": file_json(file)})
+        answer: Data[FileJson] = {"data": file_json(file)}
+        return Response(answer)
 
+    @extend_schema(
+        tags=["files"],
+        summary="Rename, move, or replace the metadata",
+        parameters=[FILE_ID],
+        request=UpdateRequest,
+        responses={200: FileJson, **errors_of(*NOT_FOUND)},
+    )
     def partial_update(self, request: Request, file_id: str) -> Response:
         changes = validated(UpdateRequest, request.data)
         file = services.file_update(project=project_of(request), file_id=file_id, changes=changes)
-        return Response(file_json(file))
+        answer: FileJson = file_json(file)
+        return Response(answer)
 
+    @extend_schema(
+        tags=["files"],
+        summary="Copy a file (shares the stored bytes)",
+        parameters=[FILE_ID],
+        request=CopyRequest,
+        responses={
+            201: Links(FileJson, file_links("$response.body#/id")),
+            **errors_of(*NOT_FOUND, "FILE_NOT_UPLOADED"),
+        },
+    )
     def copy(self, request: Request, file_id: str) -> Response:
         body = validated(CopyRequest, request.data)
         file = services.file_copy(
@@ -119,17 +179,45 @@ class FileViewSet(viewsets.ViewSet):
             filename=body.get("filename"),
             path=body.get("path", ...),
         )
-        return Response(file_json(file), status=201)
+        answer: FileJson = file_json(file)
+        return Response(answer, status=201)
 
+    @extend_schema(
+        tags=["files"],
+        summary="A presigned GET URL for the current version",
+        description="The URL answers the bytes with the file's content type and "
+        "`Content-Disposition: attachment` with its name. Counts as bandwidth.",
+        parameters=[FILE_ID],
+        request=DownloadUrlRequest,
+        responses={200: DownloadUrlJson, **errors_of(*NOT_FOUND, "FILE_NOT_UPLOADED")},
+    )
     def download_url(self, request: Request, file_id: str) -> Response:
         body = validated(DownloadUrlRequest, request.data)
         download = services.file_download_url(
-            project=project_of(request),
-            file_id=file_id,
-            expires_in=body.get("expiresInSeconds", 3600),
+            project=project_of(request), file_id=file_id, expires_in=body["expiresInSeconds"]
         )
-        return Response({"url": download.url, "expiresAt": iso(download.expires_at)})
+        answer: DownloadUrlJson = download_url_json(download)
+        return Response(answer)
 
+    @extend_schema(
+        tags=["files"],
+        summary="Start replacing the content (same id, next version)",
+        description="While the replacement is pending the file stays `uploaded` and serves "
+        "its current version. A second replace while one is pending answers 409 "
+        "`REPLACE_IN_PROGRESS`, unless the pending one's upload URL has expired.",
+        parameters=[FILE_ID],
+        request=ReplaceRequest,
+        responses={
+            200: FileWithUploadJson,
+            **errors_of(
+                *NOT_FOUND,
+                "FILE_NOT_UPLOADED",
+                "REPLACE_IN_PROGRESS",
+                "FILE_TOO_LARGE",
+                "STORAGE_UNAVAILABLE",
+            ),
+        },
+    )
     def replace(self, request: Request, file_id: str) -> Response:
         body = validated(ReplaceRequest, request.data)
         started = services.file_replace_start(
@@ -138,42 +226,76 @@ class FileViewSet(viewsets.ViewSet):
             content_type=body["contentType"],
             size=body["size"],
         )
-        return Response({"file": file_json(started.file), "upload": upload_json(started.upload)})
+        answer: FileWithUploadJson = file_with_upload_json(started.file, started.upload)
+        return Response(answer)
 
+    @extend_schema(
+        tags=["files"],
+        summary="Verify the replacement's bytes and make them the current version",
+        description="A refusal cancels the replacement (the file is unchanged).",
+        parameters=[FILE_ID],
+        request=EmptyRequest,
+        responses={
+            200: FileJson,
+            **errors_of(
+                *NOT_FOUND,
+                "NO_REPLACE_IN_PROGRESS",
+                "OBJECT_NOT_FOUND",
+                "UPLOAD_SIZE_MISMATCH",
+                "CONTENT_TYPE_MISMATCH",
+                "STORAGE_UNAVAILABLE",
+            ),
+        },
+    )
     def replace_complete(self, request: Request, file_id: str) -> Response:
         validated(EmptyRequest, request.data)
         file = services.file_replace_complete(project=project_of(request), file_id=file_id)
-        return Response(file_json(file))
+        answer: FileJson = file_json(file)
+        return Response(answer)
 
+    @extend_schema(
+        tags=["files"],
+        summary="Delete (soft; restorable during the grace window)",
+        description="A deleted file reads as 404 everywhere but restore and the trash "
+        "(`GET /v1/files?status=deleted`). Deleting drops a pending replacement.",
+        parameters=[FILE_ID],
+        responses={
+            200: Links(
+                Data[FileDeletedJson], {"files_restore": {"file_id": "$request.path.file_id"}}
+            ),
+            **errors_of(*NOT_FOUND),
+        },
+    )
     def destroy(self, request: Request, file_id: str) -> Response:
         file = services.file_delete(project=project_of(request), file_id=file_id)
-        return Response({"data": {"id": file.id, "deleted": True}})
+        answer: Data[FileDeletedJson] = {"data": deleted_json(file)}
+        return Response(answer)
 
+    @extend_schema(
+        tags=["files"],
+        summary="Restore a deleted file",
+        description="Brings the file back with the status it had, until the purge sweep has "
+        "run (then 409 `OBJECT_NOT_FOUND`).",
+        parameters=[FILE_ID],
+        request=EmptyRequest,
+        responses={200: FileJson, **errors_of(*NOT_FOUND, "FILE_NOT_DELETED", "OBJECT_NOT_FOUND")},
+    )
     def restore(self, request: Request, file_id: str) -> Response:
         validated(EmptyRequest, request.data)
         file = services.file_restore(project=project_of(request), file_id=file_id)
-        return Response(file_json(file))
-
-
-class FolderListQuery(serializers.Serializer):
-    def get_fields(self) -> dict[str, serializers.Field]:
-        # Declared here because "parent" is an attribute every serializer already has.
-        return {
-            "parent": serializers.CharField(required=False, allow_blank=True, max_length=4096),
-            "limit": serializers.IntegerField(min_value=1, max_value=100, default=100),
-            "cursor": serializers.CharField(required=False, max_length=2000),
-        }
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        if "parent" in attrs:
-            try:
-                attrs["parent"] = clean_path(attrs["parent"])
-            except serializers.ValidationError as exc:
-                raise serializers.ValidationError({"parent": exc.detail}) from exc
-        return attrs
+        answer: FileJson = file_json(file)
+        return Response(answer)
 
 
 class FolderViewSet(viewsets.ViewSet):
+    @extend_schema(
+        tags=["folders"],
+        summary="Direct child folders of a path, by name",
+        description="A folder exists while a file that is not deleted is in it or below it; "
+        "`fileCount` counts those files.",
+        parameters=[FolderListQuery],
+        responses={200: Paged[FolderJson]},
+    )
     def list(self, request: Request) -> Response:
         query = validated_query(FolderListQuery, request)
         page = selectors.folder_list(
@@ -182,9 +304,5 @@ class FolderViewSet(viewsets.ViewSet):
             limit=query["limit"],
             cursor=query.get("cursor"),
         )
-        return Response(
-            {
-                "data": [folder.as_json() for folder in page.items],
-                "pagination": page.pagination_json(),
-            }
-        )
+        answer: Paged[FolderJson] = paged(page, folder_json)
+        return Response(answer)

@@ -8,7 +8,7 @@ unexpected exception): clients handle exactly one shape.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from django.core.exceptions import PermissionDenied
 from django.db import InterfaceError, OperationalError
@@ -41,12 +41,28 @@ class ApiError(Exception):
         if code is not None:
             self.code = code
 
-    def body(self) -> dict[str, Any]:
+    def body(self) -> ErrorJson:
         return error_body(self.code, self.message, self.details)
 
 
-def error_body(code: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
-    error: dict[str, Any] = {"code": code, "message": message}
+class ErrorDetailJson(TypedDict):
+    """``code`` is stable and machine-readable (each operation lists its codes); ``message``
+    is for people; ``details``, when present, says more (for ``VALIDATION_ERROR``: each bad
+    field, or ``body``, or the header's name, mapped to its messages)."""
+
+    code: str
+    message: str
+    details: NotRequired[dict[str, Any]]
+
+
+class ErrorJson(TypedDict):
+    """The one error body of every error, from the service or from Django/DRF."""
+
+    error: ErrorDetailJson
+
+
+def error_body(code: str, message: str, details: dict[str, Any] | None = None) -> ErrorJson:
+    error: ErrorDetailJson = {"code": code, "message": message}
     if details:
         error["details"] = details
     return {"error": error}

@@ -12,12 +12,31 @@ import json
 import re
 from typing import Any
 
+from drf_spectacular.utils import OpenApiParameter
 from rest_framework.request import Request
 
 from storage_service.errors import ValidationError
 
 HEADER = "Idempotency-Key"
-_KEY = re.compile(r"^[\x21-\x7e]{1,255}$")
+PATTERN = "^[!-~]{1,255}$"  # 1 to 255 printable ASCII characters
+_KEY = re.compile(PATTERN)
+
+# The header as the document states it: the same pattern the server checks.
+IDEMPOTENCY_KEY = OpenApiParameter(
+    HEADER,
+    {"type": "string", "pattern": PATTERN, "minLength": 1, "maxLength": 255},
+    OpenApiParameter.HEADER,
+    description="Makes retries safe: the same key with the same body answers the same file "
+    "and upload (with `Idempotent-Replayed: true`) for 24 hours; with another body, or on "
+    "another route, 409 `IDEMPOTENCY_KEY_REUSED`.",
+)
+IDEMPOTENT_REPLAYED = OpenApiParameter(
+    "Idempotent-Replayed",
+    {"type": "string", "enum": ["true"]},
+    OpenApiParameter.HEADER,
+    response=[201],
+    description="Present when the answer replays an earlier request with the same key.",
+)
 
 
 def idempotency_key(request: Request) -> str | None:

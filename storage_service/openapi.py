@@ -1,200 +1,265 @@
-"""The OpenAPI document: components written by hand, attached to views with ``extend_schema``.
+"""The OpenAPI document, generated from the definitions the code itself runs on.
 
-The views build their JSON by hand (``file_json`` and friends) rather than through output
-serializers, so the response shapes are written here once, as JSON Schema, next to the error
-codes each endpoint can answer. drf-spectacular assembles the paths from the URLconf; the
-suite checks that every route is in the document and fuzzes the API against it
-(tests/ops/test_openapi.py), which keeps this file honest.
+- **Responses.** Each object the API answers is a ``TypedDict`` next to the app that owns it
+  (``files/shapes.py``...); its rendering function is annotated to return it, so mypy holds
+  the code to it. ``ShapeExtension`` lets drf-spectacular take such a ``TypedDict`` (or a
+  generic envelope of one, ``Data[FileJson]``) wherever it takes a serializer: it becomes a
+  named component, and nested ``TypedDict``s become ``$ref``s to theirs. What a type hint
+  cannot say (a pattern, a length, a range, a format) rides on the type as
+  ``Annotated[str, JsonSchema(pattern=...)]``; a keyword's value may be a callable, read when
+  the document is built, so a limit that is a setting is documented from that setting.
+- **Requests.** The request serializers are the one input definition. ``StrictSerializer``
+  refuses unknown fields, and its component says so (``additionalProperties: false``), along
+  with its other whole-body rules; each ``CleanedField``'s schema is its clean function's
+  (``storage_service.serializers.json_schema``), the function that enforces it.
+- **Errors** are generated from the ``ApiError`` classes: each operation lists its own codes
+  by status; the ones every operation shares are added here.
+- **Links** from each creating operation to the routes that use the ids it returns let a
+  client (and schemathesis's stateful phase) chain the calls.
+
+``@extend_schema`` sits on each view method; nothing attaches schema at start-up.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import types
+import typing
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal, NotRequired, Required, Union, get_args, get_origin
 
-from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.extensions import (
+    OpenApiAuthenticationExtension,
+    OpenApiSerializerExtension,
+    OpenApiSerializerFieldExtension,
+)
 from drf_spectacular.openapi import AutoSchema as SpectacularAutoSchema
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
+from drf_spectacular.plumbing import ResolvedComponent
+from drf_spectacular.utils import OpenApiParameter
 
 from storage_service import errors
+from storage_service.serializers import CleanedField, StrictSerializer, json_schema
 
 Schema = dict[str, Any]
 
-TIMESTAMP: Schema = {
-    "type": "string",
-    "format": "date-time",
-    "example": "2026-11-22T03:55:04.086Z",
-}
+# --- Constraints carried by the type ---------------------------------------------------------
 
 
-def ref(name: str) -> Schema:
-    return {"$ref": f"#/components/schemas/{name}"}
+class JsonSchema:
+    """JSON Schema keywords for an ``Annotated`` type, laid over what the type itself says.
+
+    A value may be a zero-argument callable (``lambda: settings.SERVICE_MAX_FILENAME_LENGTH``),
+    called when the document is built, so a setting changed at deploy time changes the
+    document too.
+    """
+
+    def __init__(self, **keywords: Any) -> None:
+        self.keywords = keywords
+
+    def resolve(self) -> Schema:
+        return {key: value() if callable(value) else value for key, value in self.keywords.items()}
 
 
-def obj(required: list[str], properties: dict[str, Schema], **extra: Any) -> Schema:
-    schema: Schema = {"type": "object", "properties": properties, **extra}
-    if required:  # OpenAPI 3.0 forbids an empty "required" list
-        schema["required"] = required
-    return schema
+def id_pattern(prefix: str) -> str:
+    """The shape of a public id (storage_service/ids.py): ``<prefix>_`` and 26 base32 chars."""
+    return f"^{prefix}_[0-9a-hjkmnp-tv-z]{{26}}$"
 
 
-def data_of(schema: Schema) -> Schema:
-    """The contract's ``{ "data": ... }`` envelope."""
-    return obj(["data"], {"data": schema})
+def id_schema(prefix: str) -> JsonSchema:
+    return JsonSchema(pattern=id_pattern(prefix), example=f"{prefix}_01m80p9qhfbw0rf406y6kr13qe")
 
 
-def page_of(schema: Schema) -> Schema:
-    return obj(
-        ["data", "pagination"],
-        {"data": {"type": "array", "items": schema}, "pagination": ref("Pagination")},
-    )
+# --- Type hints to JSON Schema (OpenAPI 3.1) -------------------------------------------------
+
+_NONE = type(None)
+_BASIC: dict[Any, str] = {str: "string", int: "integer", bool: "boolean", float: "number"}
+
+
+def is_shape(hint: Any) -> bool:
+    """A TypedDict class, or a generic TypedDict with its arguments (``Data[FileJson]``)."""
+    return typing.is_typeddict(get_origin(hint) or hint)
+
+
+def shape_name(hint: Any) -> str:
+    """The component's name: ``FileJson`` is ``File``; ``Paged[FileJson]`` is ``FilePage``
+    (a generic envelope is named after its arguments, then itself)."""
+    origin = get_origin(hint)
+    if origin is list:
+        return shape_name(get_args(hint)[0]) + "List"
+    if origin is not None:
+        return "".join(shape_name(arg) for arg in get_args(hint)) + shape_name(origin)
+    name: str = hint.__name__
+    return name.removesuffix("Json")
 
 
 def nullable(schema: Schema) -> Schema:
-    return {**schema, "nullable": True}
+    if isinstance(schema.get("type"), str) and "$ref" not in schema:
+        result = {**schema, "type": [schema["type"], "null"]}
+        if "enum" in schema:
+            result["enum"] = [*schema["enum"], None]
+        return result
+    return {"anyOf": [schema, {"type": "null"}]}
 
 
-def public_id(prefix: str) -> Schema:
-    return {
-        "type": "string",
-        "pattern": f"^{prefix}_[0-9a-z]{{26}}$",
-        "example": f"{prefix}_01m80p9qhfbw0rf406y6kr13qe",
-    }
+def type_schema(hint: Any, ref: Callable[[Any], Schema]) -> Schema:
+    """The JSON Schema of a type hint; ``ref`` turns a shape into a ``$ref`` to its component."""
+    origin, args = get_origin(hint), get_args(hint)
+    schema: Schema
+    if origin is Annotated:
+        schema = type_schema(args[0], ref)
+        for meta in hint.__metadata__:
+            if isinstance(meta, JsonSchema):
+                schema = {**schema, **meta.resolve()}
+        return schema
+    if origin in (NotRequired, Required):
+        return type_schema(args[0], ref)
+    if is_shape(hint):
+        return ref(hint)
+    if hint is Any:
+        return {}
+    if hint is _NONE or hint is None:
+        return {"type": "null"}
+    if hint in _BASIC:
+        return {"type": _BASIC[hint]}
+    if origin is Literal:
+        schema = {"enum": list(args)}
+        kinds = {_BASIC.get(type(arg)) for arg in args}
+        if len(kinds) == 1 and None not in kinds:
+            schema["type"] = kinds.pop()
+        return schema
+    if origin in (Union, types.UnionType):
+        present = [arg for arg in args if arg is not _NONE]
+        schema = (
+            type_schema(present[0], ref)
+            if len(present) == 1
+            else {"anyOf": [type_schema(arg, ref) for arg in present]}
+        )
+        return nullable(schema) if len(present) < len(args) else schema
+    if origin is list:
+        return {"type": "array", "items": type_schema(args[0], ref)}
+    if origin is dict:
+        values = type_schema(args[1], ref)
+        return {"type": "object", "additionalProperties": values if values else True}
+    raise TypeError(f"No JSON Schema for the type hint {hint!r}")
 
 
-FILENAME: Schema = {"type": "string", "minLength": 1, "maxLength": 255, "example": "report.pdf"}
-PATH: Schema = nullable(
-    {
-        "type": "string",
-        "maxLength": 1024,
-        "description": "Folder path: segments joined by '/'; '' or '/' is the root.",
-        "example": "invoices/2026",
-    }
-)
-METADATA: Schema = nullable(
-    {
+def _substitute(hint: Any, mapping: dict[Any, Any]) -> Any:
+    """``hint`` with a generic shape's type variables replaced by its arguments."""
+    if hint in mapping:
+        return mapping[hint]
+    origin, args = get_origin(hint), get_args(hint)
+    if not args or not mapping:
+        return hint
+    replaced = tuple(_substitute(arg, mapping) for arg in args)
+    if origin is Annotated:
+        return Annotated[(replaced[0], *hint.__metadata__)]
+    if origin in (Union, types.UnionType):
+        return Union[replaced]  # noqa: UP007
+    return origin[replaced]
+
+
+def _is_required(hint: Any, total: bool) -> bool:
+    # Read from the hints, not __required_keys__: with postponed annotations (PEP 563) Python
+    # 3.11 cannot see NotRequired[...] when it builds the class, and calls every key required.
+    while get_origin(hint) is Annotated:
+        hint = get_args(hint)[0]
+    if get_origin(hint) is NotRequired:
+        return False
+    return get_origin(hint) is Required or total
+
+
+def _doc(text: str) -> str:
+    """A docstring as one Markdown paragraph (reST ``code`` becomes `code`)."""
+    return " ".join(text.split()).replace("``", "`")
+
+
+def shape_schema(shape: Any, ref: Callable[[Any], Schema]) -> Schema:
+    """A shape's component: every key a property, the required ones required, nothing else
+    allowed (the rendering function returns exactly these keys: mypy checks it)."""
+    origin = get_origin(shape) or shape
+    mapping = dict(zip(getattr(origin, "__parameters__", ()), get_args(shape), strict=False))
+    hints = typing.get_type_hints(origin, include_extras=True)
+    schema: Schema = {
         "type": "object",
-        "additionalProperties": True,
-        "description": "At most 64 keys and 8 KiB serialized.",
+        "properties": {
+            name: type_schema(_substitute(hint, mapping), ref) for name, hint in hints.items()
+        },
+        "additionalProperties": False,
     }
-)
-CONTENT_TYPE: Schema = {"type": "string", "example": "application/pdf", "maxLength": 255}
+    required = [name for name, hint in hints.items() if _is_required(hint, origin.__total__)]
+    if required:
+        schema["required"] = required
+    if origin.__doc__:
+        schema["description"] = _doc(origin.__doc__)
+    return schema
 
-# --- Components -----------------------------------------------------------------------------
 
-COMPONENTS: dict[str, Schema] = {
-    "Error": obj(
-        ["error"],
-        {
-            "error": obj(
-                ["code", "message"],
-                {
-                    "code": {"type": "string", "example": "FILE_NOT_FOUND"},
-                    "message": {"type": "string"},
-                    "details": {"type": "object", "additionalProperties": True},
-                },
+class ShapeExtension(OpenApiSerializerExtension):
+    """drf-spectacular takes a shape wherever it takes a serializer (Sentry's
+    ``inline_sentry_response_serializer``, without the stand-in class)."""
+
+    target_class = "storage_service.openapi.ShapeExtension"  # matched by _matches below
+    match_subclasses = True
+
+    @classmethod
+    def _matches(cls, target: Any) -> bool:
+        return is_shape(target)
+
+    def get_name(self, auto_schema: Any, direction: Any) -> str:
+        return shape_name(self.target)
+
+    def map_serializer(self, auto_schema: Any, direction: Any) -> Schema:
+        def ref(shape: Any) -> Schema:
+            return dict(auto_schema.resolve_serializer(shape, direction).ref)
+
+        return shape_schema(self.target, ref)
+
+
+# --- Requests ------------------------------------------------------------------------------
+
+
+class CleanedFieldExtension(OpenApiSerializerFieldExtension):
+    """A ``CleanedField`` is documented by its clean function, the code that enforces it."""
+
+    target_class = CleanedField
+    match_subclasses = True
+
+    def map_serializer_field(self, auto_schema: Any, direction: Any) -> Schema:
+        assert isinstance(self.target, CleanedField)
+        return json_schema(self.target.clean)
+
+
+class StrictSerializerExtension(OpenApiSerializerExtension):
+    """A strict body refuses unknown fields, an empty body where fields are needed, and a
+    body without one of ``require_any``: the component states each of those rules."""
+
+    target_class = StrictSerializer
+    match_subclasses = True
+
+    def map_serializer(self, auto_schema: Any, direction: Any) -> Schema:
+        serializer = self.target
+        schema: Schema = auto_schema._map_serializer(serializer, direction, bypass_extensions=True)
+        schema["additionalProperties"] = False
+        if serializer.min_fields:
+            schema["minProperties"] = serializer.min_fields
+        if not serializer.require_any:
+            return schema
+        # "At least one of width, height": one named variant per field that makes the body
+        # valid, each requiring it. (A bare anyOf of {"required": [...]} beside the properties
+        # says the same in JSON Schema, but generated clients cannot build a type from it.)
+        name = auto_schema._get_serializer_name(serializer, direction)
+        variants = []
+        for field_name in serializer.require_any:
+            variant = {**schema, "required": sorted({*schema.get("required", []), field_name})}
+            component = ResolvedComponent(
+                name=f"{name}With{field_name[0].upper()}{field_name[1:]}",
+                type=ResolvedComponent.SCHEMA,
+                object=(type(serializer), field_name),
+                schema=variant,
             )
-        },
-    ),
-    "Pagination": obj(
-        ["hasMore", "nextCursor"],
-        {"hasMore": {"type": "boolean"}, "nextCursor": nullable({"type": "string"})},
-    ),
-    "File": obj(
-        [
-            "id",
-            "filename",
-            "path",
-            "contentType",
-            "size",
-            "status",
-            "version",
-            "metadata",
-            "createdAt",
-            "updatedAt",
-        ],
-        {
-            "id": public_id("file"),
-            "filename": FILENAME,
-            "path": PATH,
-            "contentType": CONTENT_TYPE,
-            "size": {"type": "integer", "minimum": 0},
-            "status": {"type": "string", "enum": ["pending", "uploaded", "failed", "deleted"]},
-            "version": {"type": "integer", "minimum": 1},
-            "metadata": METADATA,
-            "checksum": {
-                "type": "string",
-                "description": "sha256:<hex> where the store gives one, else etag:<etag>.",
-            },
-            "createdAt": TIMESTAMP,
-            "updatedAt": TIMESTAMP,
-            "uploadedAt": TIMESTAMP,
-            "deletedAt": TIMESTAMP,
-        },
-    ),
-    "UploadDescriptor": obj(
-        ["url", "method", "headers", "expiresAt"],
-        {
-            "url": {"type": "string", "format": "uri", "description": "Presigned PUT URL."},
-            "method": {"type": "string", "enum": ["PUT"]},
-            "headers": {
-                "type": "object",
-                "additionalProperties": {"type": "string"},
-                "description": "Send exactly these headers with the PUT.",
-            },
-            "expiresAt": TIMESTAMP,
-        },
-    ),
-    "FileWithUpload": obj(
-        ["file", "upload"], {"file": ref("File"), "upload": ref("UploadDescriptor")}
-    ),
-    "DownloadUrl": obj(
-        ["url", "expiresAt"],
-        {"url": {"type": "string", "format": "uri"}, "expiresAt": TIMESTAMP},
-    ),
-    "Folder": obj(
-        ["path", "name", "parent", "fileCount"],
-        {
-            "path": {"type": "string"},
-            "name": {"type": "string"},
-            "parent": nullable({"type": "string"}),
-            "fileCount": {"type": "integer", "minimum": 0},
-        },
-    ),
-    "Me": obj(
-        ["project", "organization", "apiKey", "environment"],
-        {
-            "project": obj(
-                ["id", "name", "createdAt"],
-                {"id": public_id("proj"), "name": {"type": "string"}, "createdAt": TIMESTAMP},
-            ),
-            "organization": obj(
-                ["id", "name"], {"id": public_id("org"), "name": {"type": "string"}}
-            ),
-            "apiKey": obj(
-                ["id", "prefix", "environment", "createdAt"],
-                {
-                    "id": public_id("key"),
-                    "prefix": {"type": "string"},
-                    "environment": {"type": "string", "enum": ["test", "live"]},
-                    "createdAt": TIMESTAMP,
-                },
-            ),
-            "environment": {"type": "string", "enum": ["test", "live"]},
-        },
-    ),
-}
-
-# --- Request bodies -------------------------------------------------------------------------
-
-JSON = "application/json"
-
-
-def body(required: list[str], properties: dict[str, Schema], **extra: Any) -> dict[str, Schema]:
-    """A JSON request body: unknown fields are refused (400), so the schema says so too."""
-    return {JSON: obj(required, properties, additionalProperties=False, **extra)}
-
-
-EMPTY_BODY = body([], {})
+            auto_schema.registry.register_on_missing(component)
+            variants.append(component.ref)
+        return {"anyOf": variants}
 
 
 # --- Errors ---------------------------------------------------------------------------------
@@ -211,53 +276,87 @@ def _codes() -> dict[str, int]:
 
 
 CODE_STATUS = _codes()
-# Every authenticated endpoint can answer these.
+# DRF's throttling raises its own Throttled, which storage_service.errors renders as this.
+CODE_STATUS.update({"RATE_LIMITED": 429})
+# Every authenticated operation can answer these.
 ALWAYS = ("UNAUTHENTICATED", "RATE_LIMITED", "SERVICE_UNAVAILABLE")
-CODE_STATUS.update({"RATE_LIMITED": 429, "UNAUTHENTICATED": 401})
-
-
-def error_responses(*codes: str) -> dict[int, OpenApiResponse]:
-    """The error responses for these codes (plus the ones every endpoint has), by status."""
-    by_status: dict[int, list[str]] = {}
-    for code in (*codes, *ALWAYS):
-        by_status.setdefault(CODE_STATUS[code], []).append(code)
-    return {
-        status: OpenApiResponse(
-            response=ref("Error"), description="Codes: " + ", ".join(f"`{c}`" for c in found)
-        )
-        for status, found in sorted(by_status.items())
+HEADER_STRING: Schema = {"type": "string"}
+REQUEST_ID_HEADER = {
+    "X-Request-Id": {
+        "description": "The request's id: the client's own `X-Request-Id` if it sent a sane "
+        "one, else `req_…`. Quote it when reporting a problem.",
+        "schema": HEADER_STRING,
     }
+}
+ERROR_HEADERS: dict[int, dict[str, Any]] = {
+    401: {"WWW-Authenticate": {"schema": {"type": "string", "enum": ["Bearer"]}}},
+    503: {
+        "Retry-After": {
+            "description": "With `SERVICE_UNAVAILABLE`: seconds to wait before retrying.",
+            "schema": {"type": "string", "pattern": "^[0-9]+$"},
+        }
+    },
+    429: {
+        "Retry-After": {
+            "description": "Seconds until the key's next one-minute window.",
+            "schema": {"type": "string", "pattern": "^[0-9]+$"},
+        }
+    },
+}
 
 
-def responses(ok: dict[int, Any], *codes: str) -> dict[int, Any]:
-    return {**ok, **error_responses(*codes)}
+@dataclass(frozen=True)
+class ErrorResponse:
+    """One status of an operation's errors, and the codes it may carry."""
+
+    status: int
+    codes: tuple[str, ...]
 
 
-def describe(view: type, **methods: Any) -> None:
-    """Attach ``extend_schema(...)`` results to a view's handler methods by name.
+def error_responses(*codes: str) -> list[ErrorResponse]:
+    by_status: dict[int, list[str]] = {}
+    for code in codes:
+        found = by_status.setdefault(CODE_STATUS[code], [])
+        if code not in found:
+            found.append(code)
+    return [ErrorResponse(status, tuple(found)) for status, found in sorted(by_status.items())]
 
-    drf-spectacular's ``extend_schema_view`` only knows the standard viewset actions; our routes
-    map HTTP methods to handlers like ``upload`` or ``replace_complete`` explicitly (urls.py), so
-    the decorators are applied to those handlers directly.
+
+# --- Links ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Links:
+    """A success response and the operations that use the ids in it.
+
+    ``targets`` maps an operation id to its parameters' runtime expressions, e.g.
+    ``{"files_retrieve": {"file_id": "$response.body#/file/id"}}``.
     """
-    for name, decorator in methods.items():
-        setattr(view, name, decorator(getattr(view, name)))
+
+    response: Any
+    targets: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def as_openapi(self) -> dict[str, Schema]:
+        return {
+            operation: {"operationId": operation, "parameters": parameters}
+            for operation, parameters in self.targets.items()
+        }
 
 
-def path_id(name: str, prefix: str) -> OpenApiParameter:
-    return OpenApiParameter(name, str, OpenApiParameter.PATH, description=f"A `{prefix}_` id.")
+def each(operations: Iterable[str], **parameters: str) -> dict[str, dict[str, str]]:
+    """The same parameters for several target operations."""
+    return {operation: dict(parameters) for operation in operations}
 
 
-FILE_ID = path_id("file_id", "file")
-IDEMPOTENCY_KEY = OpenApiParameter(
-    "Idempotency-Key", str, OpenApiParameter.HEADER, description="1-255 printable ASCII."
-)
+# --- The generator ----------------------------------------------------------------------------
+
+JSON = "application/json"
 
 
 class AutoSchema(SpectacularAutoSchema):
     def _is_list_view(self, serializer: Any = None) -> bool:
-        # Our list endpoints answer an explicit envelope ({"data": [...], "pagination"}), given
-        # whole in extend_schema; drf-spectacular must not wrap it in another array.
+        # Our list endpoints answer an explicit envelope (Paged[...]); drf-spectacular must not
+        # wrap it in another array.
         return False
 
     def get_operation_id(self) -> str:
@@ -265,6 +364,87 @@ class AutoSchema(SpectacularAutoSchema):
         # per route and method, and readable in generated clients.
         handler = getattr(self.view, "action", None) or self.method.lower()
         return f"{self.get_tags()[0]}_{handler}"
+
+    def _get_serializer(self) -> Any:
+        # Every operation declares its body and answers with @extend_schema; nothing is
+        # guessed from the view (our views have no serializer_class).
+        return None
+
+    def _request_serializer_class(self) -> type[StrictSerializer] | None:
+        found = self.get_request_serializer()
+        cls = found if isinstance(found, type) else type(found)
+        return cls if issubclass(cls, StrictSerializer) else None
+
+    def _get_request_body(self, direction: Any = "request") -> Any:
+        body = super()._get_request_body(direction)
+        cls = self._request_serializer_class()
+        if body is not None and cls is not None and cls.body_required():
+            # A body of required fields, or one that must name at least one field: an absent
+            # body is refused, so the document says the body is required.
+            body["required"] = True
+        return body
+
+    def _get_response_for_code(
+        self,
+        serializer: Any,
+        status_code: Any,
+        media_types: Any = None,
+        direction: Any = "response",
+    ) -> Schema:
+        if isinstance(serializer, ErrorResponse):
+            return {
+                "description": "Codes: " + ", ".join(f"`{c}`" for c in serializer.codes),
+                "headers": {**REQUEST_ID_HEADER, **ERROR_HEADERS.get(serializer.status, {})},
+                "content": {JSON: {"schema": self._error_ref()}},
+            }
+        links = None
+        if isinstance(serializer, Links):
+            links, serializer = serializer.as_openapi(), serializer.response
+        result: Schema = super()._get_response_for_code(
+            serializer, status_code, media_types, direction
+        )
+        if direction == "response":  # not a webhook receiver's answer
+            result["headers"] = {**REQUEST_ID_HEADER, **result.get("headers", {})}
+        if links:
+            result["links"] = links
+        return result
+
+    def _error_ref(self) -> Schema:
+        shape: Any = errors.ErrorJson  # a shape, which ShapeExtension resolves
+        return dict(self.resolve_serializer(shape, "response").ref)
+
+    def _get_response_bodies(self, direction: Any = "response") -> Schema:
+        """The operation's declared answers, and the errors every operation of its kind
+        shares: 401/429/503 where a key is needed, 400 where a body or a query is read, 415
+        where a body is. (extend_schema replaces get_response_serializers, so this is where
+        they are added.)"""
+        result: Schema = super()._get_response_bodies(direction)
+        declared = self.get_response_serializers()
+        if not isinstance(declared, dict) or direction != "response":
+            return result  # a webhook's (the receiver answers our request)
+        codes = [
+            code for r in declared.values() if isinstance(r, ErrorResponse) for code in r.codes
+        ]
+        has_body = self.method in ("POST", "PUT", "PATCH") and bool(self.get_request_serializer())
+        if has_body or self._has_query():
+            codes.append("VALIDATION_ERROR")
+        if self.get_auth():
+            codes.extend(ALWAYS)
+        errors = error_responses(*codes)
+        if has_body:
+            errors.append(ErrorResponse(415, ("VALIDATION_ERROR",)))
+        for error in errors:
+            result[str(error.status)] = self._get_response_for_code(error, str(error.status))
+        return dict(sorted(result.items(), key=lambda item: int(item[0])))
+
+    def _has_query(self) -> bool:
+        return any(parameter.get("in") == "query" for parameter in self._get_parameters())
+
+
+def errors_of(*codes: str) -> dict[int, ErrorResponse]:
+    """An operation's own error codes by status: ``responses={200: FileData, **errors_of(...)}``.
+    The codes every operation of its kind shares are added by ``AutoSchema``."""
+    return {error.status: error for error in error_responses(*codes)}
 
 
 class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
@@ -279,18 +459,34 @@ class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
         }
 
 
+def path_id(name: str, prefix: str) -> OpenApiParameter:
+    """A path id. Any string reaches the view (an id of another shape is simply not found,
+    404), so the document only describes the ids the service makes."""
+    return OpenApiParameter(
+        name,
+        {"type": "string", "pattern": id_pattern(prefix)},
+        OpenApiParameter.PATH,
+        description=f"A `{prefix}_` id.",
+    )
+
+
 def add_unversioned_paths(result: Schema, generator: Any, request: Any, public: bool) -> Schema:
-    """drf-spectacular's postprocessing hook: the shared components, and the probes, which are
-    plain Django views it can't see."""
-    result.setdefault("components", {}).setdefault("schemas", {}).update(COMPONENTS)
+    """drf-spectacular's postprocessing hook: the probes, which are plain Django views it
+    can't see."""
+    error = {"$ref": "#/components/schemas/Error"}
     probe = {
         "security": [],
         "tags": ["operations"],
         "responses": {
-            "200": {"description": "Up (and, for /readyz, every dependency answers)."},
+            "200": {
+                "description": "Up (and, for /readyz, every dependency answers).",
+                "headers": REQUEST_ID_HEADER,
+                "content": {JSON: {"schema": {"type": "object"}}},
+            },
             "503": {
                 "description": "A dependency did not answer (`SERVICE_UNAVAILABLE`).",
-                "content": {"application/json": {"schema": ref("Error")}},
+                "headers": REQUEST_ID_HEADER,
+                "content": {JSON: {"schema": error}},
             },
         },
     }

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypedDict, TypeVar
 
 from django.core import signing
 from django.db.models import Model, QuerySet
@@ -23,13 +23,21 @@ Item = TypeVar("Item")
 _SALT = "storage_service.pagination.cursor"
 
 
+class PaginationJson(TypedDict):
+    """Whether there are more rows, and the cursor that asks for them (null when there are
+    none): pass it back unchanged as ``cursor``."""
+
+    hasMore: bool
+    nextCursor: str | None
+
+
 @dataclass(frozen=True)
 class Page(Generic[Item]):
     items: list[Item]
     has_more: bool
     next_cursor: str | None
 
-    def pagination_json(self) -> dict[str, Any]:
+    def pagination_json(self) -> PaginationJson:
         return {"hasMore": self.has_more, "nextCursor": self.next_cursor}
 
 

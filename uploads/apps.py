@@ -5,10 +5,8 @@ class UploadsConfig(AppConfig):
     name = "uploads"
 
     def ready(self) -> None:
-        # Attaches the OpenAPI description to the views (uploads/openapi.py).
         # Imported here, not at the top: models load only once the app registry is ready.
         from files import hooks as file_hooks
-        from uploads import openapi  # noqa: F401
         from uploads.services import multipart_complete_refusal
 
         # files' single-PUT complete must refuse a multipart file; files does not import us.

@@ -2,25 +2,65 @@
 
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema
 from rest_framework import viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from accounts.context import project_of
+from files.links import file_links
 from files.serializers import file_json
-from storage_service.idempotency import idempotency_key, request_fingerprint
+from files.shapes import FileJson
+from storage_service.idempotency import (
+    IDEMPOTENCY_KEY,
+    IDEMPOTENT_REPLAYED,
+    idempotency_key,
+    request_fingerprint,
+)
+from storage_service.openapi import Links, each, errors_of, path_id
 from storage_service.serializers import validated
+from storage_service.shapes import Data
 from uploads import services
 from uploads.serializers import (
     CompleteRequest,
     MultipartStartRequest,
     SignPartsRequest,
+    held_parts_json,
     parts_json,
-    session_json,
+    started_json,
 )
+from uploads.shapes import HeldPartsJson, MultipartStartedJson, SignedPartsJson, UploadAbortedJson
+
+UPLOAD_ID = path_id("upload_id", "upload")
+SESSION_OPERATIONS = (
+    "uploads_sign_parts",
+    "uploads_list_parts",
+    "uploads_complete",
+    "uploads_destroy",
+)
+NOT_FOUND = ("UPLOAD_NOT_FOUND",)
 
 
 class MultipartUploadViewSet(viewsets.ViewSet):
+    @extend_schema(
+        tags=["uploads"],
+        summary="Start a multipart upload",
+        description="Creates a pending file and an upload session with a presigned PUT for "
+        "every part. PUT each part's bytes, keep each response's ETag, then call complete. "
+        "A session not completed within 24 hours is aborted.",
+        parameters=[IDEMPOTENCY_KEY, IDEMPOTENT_REPLAYED],
+        request=MultipartStartRequest,
+        responses={
+            201: Links(
+                Data[MultipartStartedJson],
+                {
+                    **each(SESSION_OPERATIONS, upload_id="$response.body#/data/upload/id"),
+                    **file_links("$response.body#/data/file/id"),
+                },
+            ),
+            **errors_of("FILE_TOO_LARGE", "IDEMPOTENCY_KEY_REUSED", "STORAGE_UNAVAILABLE"),
+        },
+    )
     def create(self, request: Request) -> Response:
         body = validated(MultipartStartRequest, request.data)
         started = services.upload_start(
@@ -33,46 +73,84 @@ class MultipartUploadViewSet(viewsets.ViewSet):
             idempotency_key=idempotency_key(request),
             request_hash=request_fingerprint(request.data),
         )
-        response = Response(
-            {
-                "data": {
-                    "file": file_json(started.file),
-                    "upload": session_json(started.session, started.parts),
-                }
-            },
-            status=201,
-        )
+        answer: Data[MultipartStartedJson] = {"data": started_json(started)}
+        response = Response(answer, status=201)
         if started.replayed:
             response["Idempotent-Replayed"] = "true"
         return response
 
+    @extend_schema(
+        tags=["uploads"],
+        summary="Fresh presigned PUT URLs for some parts of an active upload",
+        parameters=[UPLOAD_ID],
+        request=SignPartsRequest,
+        responses={200: Data[SignedPartsJson], **errors_of(*NOT_FOUND, "UPLOAD_NOT_ACTIVE")},
+    )
     def sign_parts(self, request: Request, upload_id: str) -> Response:
         body = validated(SignPartsRequest, request.data)
         parts = services.upload_sign_parts(
             project=project_of(request), upload_id=upload_id, part_numbers=body["partNumbers"]
         )
-        return Response({"data": {"id": upload_id, "parts": parts_json(parts)}})
+        answer: Data[SignedPartsJson] = {"data": {"id": upload_id, "parts": parts_json(parts)}}
+        return Response(answer)
 
+    @extend_schema(
+        tags=["uploads"],
+        summary="The parts the store holds for an active upload, in part order",
+        parameters=[UPLOAD_ID],
+        responses={
+            200: Data[HeldPartsJson],
+            **errors_of(*NOT_FOUND, "UPLOAD_NOT_ACTIVE", "STORAGE_UNAVAILABLE"),
+        },
+    )
     def list_parts(self, request: Request, upload_id: str) -> Response:
         held = services.upload_parts_held(project=project_of(request), upload_id=upload_id)
-        return Response(
-            {
-                "data": {
-                    "parts": [
-                        {"partNumber": part.number, "etag": part.etag, "size": part.size}
-                        for part in held
-                    ]
-                }
-            }
-        )
+        answer: Data[HeldPartsJson] = {"data": held_parts_json(held)}
+        return Response(answer)
 
+    @extend_schema(
+        tags=["uploads"],
+        summary="Assemble the parts, verify the object and mark the file uploaded",
+        description="Checks, in this order, and changes nothing when it refuses: the body; "
+        "the list is exactly parts 1..partCount (409 `UPLOAD_PARTS_INCOMPLETE`); the store "
+        "holds each with that etag; each has its exact length (409 `UPLOAD_SIZE_MISMATCH`). "
+        "Bytes that contradict the declared type abort the session (409 "
+        "`CONTENT_TYPE_MISMATCH`).",
+        parameters=[UPLOAD_ID],
+        request=CompleteRequest,
+        responses={
+            200: Links(FileJson, file_links("$response.body#/id")),
+            **errors_of(
+                *NOT_FOUND,
+                "UPLOAD_NOT_ACTIVE",
+                "FILE_NOT_PENDING",
+                "UPLOAD_PARTS_INCOMPLETE",
+                "UPLOAD_SIZE_MISMATCH",
+                "CONTENT_TYPE_MISMATCH",
+                "STORAGE_UNAVAILABLE",
+            ),
+        },
+    )
     def complete(self, request: Request, upload_id: str) -> Response:
         body = validated(CompleteRequest, request.data)
         file = services.upload_complete(
             project=project_of(request), upload_id=upload_id, parts=body["parts"]
         )
-        return Response(file_json(file))
+        answer: FileJson = file_json(file)
+        return Response(answer)
 
+    @extend_schema(
+        tags=["uploads"],
+        summary="Abort an upload (the store drops its parts); aborting twice is a success",
+        description="The file becomes `failed`. A completed session cannot be aborted (409 "
+        "`UPLOAD_NOT_ACTIVE`; delete the file instead).",
+        parameters=[UPLOAD_ID],
+        responses={
+            200: Data[UploadAbortedJson],
+            **errors_of(*NOT_FOUND, "UPLOAD_NOT_ACTIVE", "STORAGE_UNAVAILABLE"),
+        },
+    )
     def destroy(self, request: Request, upload_id: str) -> Response:
         session = services.upload_abort(project=project_of(request), upload_id=upload_id)
-        return Response({"data": {"id": session.id, "aborted": True}})
+        answer: Data[UploadAbortedJson] = {"data": {"id": session.id, "aborted": True}}
+        return Response(answer)

@@ -5,10 +5,8 @@ class VariantsConfig(AppConfig):
     name = "variants"
 
     def ready(self) -> None:
-        # Attaches the OpenAPI description to the views (variants/openapi.py).
         # Imported here, not at the top: models load only once the app registry is ready.
         from files import hooks as file_hooks
-        from variants import openapi  # noqa: F401
         from variants.services import thumbnail_schedule, variants_discard_outputs
 
         # files announces; it does not import us (storage_service/hooks.py).

@@ -6,47 +6,40 @@ from typing import Any
 
 from rest_framework import serializers
 
-from storage_service.serializers import CleanedField, StrictSerializer, strict_int
+from storage_service.serializers import (
+    CleanedField,
+    StrictSerializer,
+    choice,
+    clean_cursor,
+    query_int,
+    strict_int,
+)
 from variants.imaging import FITS, FORMATS, MAX_DIMENSION, Params
 
 
-def _choice(choices: tuple[str, ...] | list[str]) -> Any:
-    def clean(value: Any) -> str:
-        if not isinstance(value, str) or value not in choices:
-            raise serializers.ValidationError(f"Must be one of: {', '.join(choices)}.")
-        return value
-
-    return clean
-
-
 class TransformRequest(StrictSerializer):
+    """A width, a height, or both (each 1 to 4096 pixels); with one side only, every fit
+    keeps the aspect ratio."""
+
+    require_any = ("width", "height")
+
     width = CleanedField(strict_int(1, MAX_DIMENSION), required=False)
     height = CleanedField(strict_int(1, MAX_DIMENSION), required=False)
-    fit = CleanedField(_choice(FITS), required=False)
-    format = CleanedField(_choice(list(FORMATS)), required=False)
-    quality = CleanedField(strict_int(1, 100), required=False)
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        if attrs.get("width") is None and attrs.get("height") is None:
-            raise serializers.ValidationError(
-                {
-                    "width": ["Give a width, a height, or both."],
-                    "height": ["Give a width, a height, or both."],
-                }
-            )
-        return attrs
+    fit = CleanedField(choice(FITS), required=False, default="cover")
+    format = CleanedField(choice(list(FORMATS)), required=False, default="webp")
+    quality = CleanedField(strict_int(1, 100), required=False, default=80)
 
     @staticmethod
     def params(body: dict[str, Any]) -> Params:
         return Params(
             width=body.get("width"),
             height=body.get("height"),
-            fit=body.get("fit", "cover"),
-            format=body.get("format", "webp"),
-            quality=body.get("quality", 80),
+            fit=body["fit"],
+            format=body["format"],
+            quality=body["quality"],
         )
 
 
 class VariantListQuery(serializers.Serializer):
-    limit = serializers.IntegerField(min_value=1, max_value=100, default=100)
-    cursor = serializers.CharField(required=False, max_length=2000)
+    limit = CleanedField(query_int(1, 100), required=False, default=100)
+    cursor = CleanedField(clean_cursor, required=False)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.db import transaction
@@ -33,10 +33,11 @@ from storage_service.errors import (
 )
 from storage_service.ids import looks_like_id
 from storage_service.pagination import Page, decode_cursor, encode_cursor
-from storage_service.timefmt import iso
+from storage_service.timefmt import iso, iso_required
 from variants import imaging, store
 from variants.imaging import ELIGIBLE_TYPES, ImageRejected, Params
 from variants.models import Variant
+from variants.shapes import Fit, Format, OutputType, VariantJson, VariantStatus
 from webhooks.models import Event
 
 logger = logging.getLogger(__name__)
@@ -48,28 +49,28 @@ THUMBNAIL = Params(width=256, height=256, fit="inside", format="webp", quality=8
 PROCESS_TASK = "variants.tasks.process_variant"
 
 
-def variant_json(variant: Variant) -> dict[str, Any]:
+def variant_json(variant: Variant) -> VariantJson:
     """The variant as the API shows it (and as the processing events carry it)."""
     return {
         "id": variant.id,
         "fileId": variant.file_id,
         "fileVersion": variant.version,
         "label": variant.label,
-        "status": variant.status,
+        "status": cast(VariantStatus, variant.status),
         "params": {
             "width": variant.width,
             "height": variant.height,
-            "fit": variant.fit,
-            "format": variant.format,
+            "fit": cast(Fit, variant.fit),
+            "format": cast(Format, variant.format),
             "quality": variant.quality,
         },
-        "contentType": imaging.FORMATS[variant.format][1],
+        "contentType": cast(OutputType, imaging.FORMATS[variant.format][1]),
         "width": variant.output_width,
         "height": variant.output_height,
         "size": variant.size,
         "failureReason": variant.failure_reason or None,
-        "createdAt": iso(variant.created_at),
-        "updatedAt": iso(variant.updated_at),
+        "createdAt": iso_required(variant.created_at),
+        "updatedAt": iso_required(variant.updated_at),
     }
 
 

@@ -2,27 +2,64 @@
 
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema
 from rest_framework import viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from accounts.context import project_of
-from files.serializers import DownloadUrlRequest
+from files.links import FILE_ID
+from files.serializers import DownloadUrlRequest, download_url_json
+from files.shapes import DownloadUrlJson
+from storage_service.openapi import Links, errors_of, path_id
 from storage_service.serializers import validated, validated_query
-from storage_service.timefmt import iso
+from storage_service.shapes import Data, Paged, paged
 from variants import services
 from variants.serializers import TransformRequest, VariantListQuery
+from variants.shapes import VariantJson
+
+VARIANT_ID = path_id("variant_id", "var")
+NOT_FOUND = ("FILE_NOT_FOUND",)
 
 
 class VariantViewSet(viewsets.ViewSet):
+    @extend_schema(
+        tags=["variants"],
+        summary="Ask for a resized/re-encoded variant of an image (made by a worker)",
+        description="Identical parameters on the same file version answer the same variant "
+        "(pending, ready or failed) and start no new work. Poll the variant list, or listen "
+        "for `file.processed` / `file.processing_failed`. Eligible: files whose stored bytes "
+        "are JPEG, PNG, WebP, AVIF, GIF or TIFF.",
+        parameters=[FILE_ID],
+        request=TransformRequest,
+        responses={
+            202: Links(
+                Data[VariantJson],
+                {
+                    "variants_download_url": {
+                        "file_id": "$request.path.file_id",
+                        "variant_id": "$response.body#/data/id",
+                    }
+                },
+            ),
+            **errors_of(*NOT_FOUND, "FILE_NOT_UPLOADED", "NOT_PROCESSABLE"),
+        },
+    )
     def transform(self, request: Request, file_id: str) -> Response:
         body = validated(TransformRequest, request.data)
         variant = services.variant_transform(
             project=project_of(request), file_id=file_id, params=TransformRequest.params(body)
         )
         # 202 whether new or not: the work (if any) happens in a worker.
-        return Response({"data": services.variant_json(variant)}, status=202)
+        answer: Data[VariantJson] = {"data": services.variant_json(variant)}
+        return Response(answer, status=202)
 
+    @extend_schema(
+        tags=["variants"],
+        summary="A file's variants, every version's, oldest first (keyset pages)",
+        parameters=[FILE_ID, VariantListQuery],
+        responses={200: Paged[VariantJson], **errors_of(*NOT_FOUND)},
+    )
     def list(self, request: Request, file_id: str) -> Response:
         query = validated_query(VariantListQuery, request)
         page = services.variant_list(
@@ -31,19 +68,28 @@ class VariantViewSet(viewsets.ViewSet):
             limit=query["limit"],
             cursor=query.get("cursor"),
         )
-        return Response(
-            {
-                "data": [services.variant_json(v) for v in page.items],
-                "pagination": page.pagination_json(),
-            }
-        )
+        answer: Paged[VariantJson] = paged(page, services.variant_json)
+        return Response(answer)
 
+    @extend_schema(
+        tags=["variants"],
+        summary="A presigned GET URL for a ready variant",
+        description="Served with its content type, as `<filename stem>_<label>.<ext>`. "
+        "Counts as bandwidth.",
+        parameters=[FILE_ID, VARIANT_ID],
+        request=DownloadUrlRequest,
+        responses={
+            200: DownloadUrlJson,
+            **errors_of(*NOT_FOUND, "VARIANT_NOT_FOUND", "VARIANT_NOT_READY"),
+        },
+    )
     def download_url(self, request: Request, file_id: str, variant_id: str) -> Response:
         body = validated(DownloadUrlRequest, request.data)
         download = services.variant_download_url(
             project=project_of(request),
             file_id=file_id,
             variant_id=variant_id,
-            expires_in=body.get("expiresInSeconds", 3600),
+            expires_in=body["expiresInSeconds"],
         )
-        return Response({"url": download.url, "expiresAt": iso(download.expires_at)})
+        answer: DownloadUrlJson = download_url_json(download)
+        return Response(answer)

@@ -3,24 +3,18 @@
 from __future__ import annotations
 
 import json
-from typing import Any, TypedDict
+from typing import cast
 
 from storage_service.timefmt import iso_required
 from webhooks.models import Event
+from webhooks.shapes import EventEnvelopeJson, EventType
 
 
-class EventEnvelope(TypedDict):
-    id: str
-    type: str
-    created_at: str
-    data: dict[str, Any]
-
-
-def event_envelope(event: Event) -> EventEnvelope:
+def event_envelope(event: Event) -> EventEnvelopeJson:
     """The contract's envelope, exactly as it is sent to endpoints."""
     return {
         "id": event.id,
-        "type": event.type,
+        "type": cast(EventType, event.type),
         "created_at": iso_required(event.created_at),
         "data": event.data,
     }

@@ -23,6 +23,33 @@ MAX_URL_LENGTH = 2048
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
+# --- The URLs a webhook may be registered with, as one regular expression -----------------
+# The document states it and registration enforces it: http(s), an ASCII host name (RFC 3986
+# reg-name), an IPv4 address or a bracketed IPv6 address, an optional port (0-65535), path
+# and query, and no fragment, spaces or credentials. Every URL it matches, parse_url accepts.
+_H16 = "[0-9A-Fa-f]{1,4}"
+_OCTET = "(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])"
+_IPV4 = rf"{_OCTET}(?:\.{_OCTET}){{3}}"
+_IPV6 = "|".join(
+    [
+        rf"(?:{_H16}:){{7}}{_H16}",
+        rf"(?:{_H16}:){{1,7}}:",
+        *(rf"(?:{_H16}:){{1,{6 - k}}}(?::{_H16}){{1,{k + 1}}}" for k in range(6)),
+        rf":(?:(?::{_H16}){{1,7}}|:)",
+        rf"(?:{_H16}:){{6}}{_IPV4}",
+        rf"::(?:{_H16}:){{0,5}}{_IPV4}",
+        *(rf"(?:{_H16}:){{{k}}}{_H16}::(?:{_H16}:){{0,{4 - k}}}{_IPV4}" for k in range(5)),
+    ]
+)
+_REG_NAME = "[A-Za-z0-9._~!$&'()*+,;=%-]+"
+_PORT = "0*(?:[0-9]{1,4}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])"
+_PCHARS = "[A-Za-z0-9._~!$&'()*+,;=:@%/-]"
+URL_PATTERN = (
+    rf"^[Hh][Tt][Tt][Pp][Ss]?://(?:{_REG_NAME}|\[(?:{_IPV6})\])(?::(?:{_PORT})?)?"
+    rf"(?:/{_PCHARS}*)?(?:\?(?:{_PCHARS}|\?)*)?$"
+)
+
+
 class UrlRefused(Exception):
     """The URL is not a webhook URL we may call; the message says why, for the client."""
 

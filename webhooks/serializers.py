@@ -2,25 +2,65 @@
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from typing import Any, cast
 
 from rest_framework import serializers
 
-from storage_service.serializers import StrictSerializer
-from storage_service.timefmt import iso
+from storage_service.serializers import (
+    CleanedField,
+    StrictSerializer,
+    clean_cursor,
+    query_int,
+    with_schema,
+)
+from storage_service.timefmt import iso, iso_required
 from webhooks.models import Delivery, Endpoint, Event
-from webhooks.network import MAX_URL_LENGTH
+from webhooks.network import MAX_URL_LENGTH, URL_PATTERN, UrlRefused, parse_url
+from webhooks.shapes import DeliveryJson, DeliveryStatus, EndpointStatus, EventType, WebhookJson
+
+_URL = re.compile(URL_PATTERN)
 
 
-def _clean_url(value: Any) -> str:
+@with_schema(
+    lambda: {
+        "type": "string",
+        "maxLength": MAX_URL_LENGTH,
+        "pattern": URL_PATTERN,
+        "description": "http(s); an ASCII host name, an IPv4 address or a bracketed IPv6 "
+        "address; an optional port, path and query; no credentials, fragment or spaces. "
+        "Unless the deployment allows private networks, the host must resolve, and only to "
+        "public addresses (checked again at every delivery).",
+        "example": "https://example.com/hooks/storage",
+    }
+)
+def clean_url(value: Any) -> str:
     if not isinstance(value, str):
         raise serializers.ValidationError("Must be a string.")
     if len(value) > MAX_URL_LENGTH:
         raise serializers.ValidationError(f"Must be at most {MAX_URL_LENGTH} characters.")
+    try:
+        parse_url(value)
+    except UrlRefused as exc:
+        raise serializers.ValidationError(str(exc)) from exc
+    if not _URL.fullmatch(value):
+        raise serializers.ValidationError(
+            "Must be an http(s) URL of ASCII characters: a host name, an IPv4 address or a "
+            "bracketed IPv6 address, then an optional port, path and query."
+        )
     return value
 
 
-def _clean_events(value: Any) -> list[str]:
+@with_schema(
+    lambda: {
+        "type": "array",
+        "items": {"type": "string", "enum": list(Event.Type.values)},
+        "minItems": 1,
+        "description": "The event types to send; omit it to receive every type (including "
+        "types added later).",
+    }
+)
+def clean_events(value: Any) -> list[str]:
     if not isinstance(value, list):
         raise serializers.ValidationError("Must be an array of event types.")
     if not value:
@@ -36,48 +76,42 @@ def _clean_events(value: Any) -> list[str]:
     return list(value)
 
 
-class UrlField(serializers.Field):
-    def to_internal_value(self, data: Any) -> str:
-        return _clean_url(data)
-
-
-class EventsField(serializers.Field):
-    def to_internal_value(self, data: Any) -> list[str]:
-        return _clean_events(data)
-
-
 class EndpointCreateRequest(StrictSerializer):
-    url = UrlField()
-    events = EventsField(required=False)
+    url = CleanedField(clean_url)
+    events = CleanedField(clean_events, required=False)
 
 
 class DeliveryListQuery(serializers.Serializer):
-    limit = serializers.IntegerField(min_value=1, max_value=100, default=20)
-    cursor = serializers.CharField(required=False, max_length=2000)
+    limit = CleanedField(query_int(1, 100), required=False, default=20)
+    cursor = CleanedField(clean_cursor, required=False)
 
 
-def endpoint_json(endpoint: Endpoint) -> dict[str, Any]:
+def endpoint_json(endpoint: Endpoint) -> WebhookJson:
     """The endpoint as every read shows it: never the secret."""
+    events = list(endpoint.events) if endpoint.events is not None else Event.Type.values
     return {
         "id": endpoint.id,
         "url": endpoint.url,
-        "events": list(endpoint.events) if endpoint.events is not None else Event.Type.values,
-        "status": endpoint.status,
-        "createdAt": iso(endpoint.created_at),
+        "events": cast(list[EventType], events),
+        "status": cast(EndpointStatus, endpoint.status),
+        "createdAt": iso_required(endpoint.created_at),
     }
 
 
-def delivery_json(delivery: Delivery) -> dict[str, Any]:
+def delivery_json(delivery: Delivery) -> DeliveryJson:
     return {
         "id": delivery.id,
         "webhookId": delivery.endpoint_id,
         "eventId": delivery.event_id,
-        "status": delivery.status,
+        "status": cast(DeliveryStatus, delivery.status),
         "attempts": delivery.attempts,
         "responseStatus": delivery.response_status,
         "lastError": delivery.last_error,
         "deliveredAt": iso(delivery.delivered_at),
         "nextAttemptAt": iso(delivery.next_attempt_at),
-        "createdAt": iso(delivery.created_at),
-        "event": {"type": delivery.event.type, "createdAt": iso(delivery.event.created_at)},
+        "createdAt": iso_required(delivery.created_at),
+        "event": {
+            "type": cast(EventType, delivery.event.type),
+            "createdAt": iso_required(delivery.event.created_at),
+        },
     }

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema
 from rest_framework import viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from accounts.context import project_of
-from storage_service.serializers import StrictSerializer, validated, validated_query
+from storage_service.openapi import Links, each, errors_of, path_id
+from storage_service.serializers import EmptyRequest, validated, validated_query
+from storage_service.shapes import Data, Paged, paged
 from webhooks import selectors, services
 from webhooks.serializers import (
     DeliveryListQuery,
@@ -15,51 +18,115 @@ from webhooks.serializers import (
     delivery_json,
     endpoint_json,
 )
+from webhooks.services import MAX_ENDPOINTS_PER_PROJECT
+from webhooks.shapes import DeliveryJson, WebhookCreatedJson, WebhookDeletedJson, WebhookJson
 
-
-class EmptyRequest(StrictSerializer):
-    """A POST that takes no body: any field is an error."""
+WEBHOOK_ID = path_id("webhook_id", "wh")
+DELIVERY_ID = path_id("delivery_id", "dl")
+NOT_FOUND = ("WEBHOOK_NOT_FOUND",)
 
 
 class WebhookViewSet(viewsets.ViewSet):
+    @extend_schema(
+        tags=["webhooks"],
+        summary="Register an endpoint (the answer is the only time its secret is shown)",
+        description=f"A project has at most {MAX_ENDPOINTS_PER_PROJECT} endpoints.",
+        request=EndpointCreateRequest,
+        responses={
+            201: Links(
+                Data[WebhookCreatedJson],
+                each(
+                    ("webhooks_retrieve", "webhooks_destroy", "webhooks_deliveries"),
+                    webhook_id="$response.body#/data/webhook/id",
+                ),
+            ),
+            **errors_of("WEBHOOK_LIMIT_REACHED"),
+        },
+    )
     def create(self, request: Request) -> Response:
         body = validated(EndpointCreateRequest, request.data)
         registered = services.endpoint_create(
             project=project_of(request), url=body["url"], events=body.get("events")
         )
-        return Response(
-            {"data": {"webhook": endpoint_json(registered.endpoint), "secret": registered.secret}},
-            status=201,
-        )
+        answer: Data[WebhookCreatedJson] = {
+            "data": {"webhook": endpoint_json(registered.endpoint), "secret": registered.secret}
+        }
+        return Response(answer, status=201)
 
+    @extend_schema(
+        tags=["webhooks"],
+        summary=f"The project's endpoints, newest first (at most {MAX_ENDPOINTS_PER_PROJECT})",
+        responses={200: Data[list[WebhookJson]]},
+    )
     def list(self, request: Request) -> Response:
         endpoints = selectors.endpoint_list(project=project_of(request))
-        return Response({"data": [endpoint_json(e) for e in endpoints]})
+        answer: Data[list[WebhookJson]] = {"data": [endpoint_json(e) for e in endpoints]}
+        return Response(answer)
 
+    @extend_schema(
+        tags=["webhooks"],
+        summary="Get an endpoint (never its secret)",
+        parameters=[WEBHOOK_ID],
+        responses={200: Data[WebhookJson], **errors_of(*NOT_FOUND)},
+    )
     def retrieve(self, request: Request, webhook_id: str) -> Response:
         endpoint = services.endpoint_get(project=project_of(request), webhook_id=webhook_id)
-        return Response({"data": endpoint_json(endpoint)})
+        answer: Data[WebhookJson] = {"data": endpoint_json(endpoint)}
+        return Response(answer)
 
+    @extend_schema(
+        tags=["webhooks"],
+        summary="Unregister an endpoint (its delivery log goes with it)",
+        parameters=[WEBHOOK_ID],
+        responses={200: Data[WebhookDeletedJson], **errors_of(*NOT_FOUND)},
+    )
     def destroy(self, request: Request, webhook_id: str) -> Response:
         deleted = services.endpoint_delete(project=project_of(request), webhook_id=webhook_id)
-        return Response({"data": {"id": deleted, "deleted": True}})
+        answer: Data[WebhookDeletedJson] = {"data": {"id": deleted, "deleted": True}}
+        return Response(answer)
 
+    @extend_schema(
+        tags=["webhooks"],
+        summary="An endpoint's deliveries, newest first (keyset pages)",
+        parameters=[WEBHOOK_ID, DeliveryListQuery],
+        responses={
+            200: Links(
+                Paged[DeliveryJson],
+                {
+                    "webhooks_redeliver": {
+                        "webhook_id": "$request.path.webhook_id",
+                        "delivery_id": "$response.body#/data/0/id",
+                    }
+                },
+            ),
+            **errors_of(*NOT_FOUND),
+        },
+    )
     def deliveries(self, request: Request, webhook_id: str) -> Response:
         query = validated_query(DeliveryListQuery, request)
         endpoint = services.endpoint_get(project=project_of(request), webhook_id=webhook_id)
         page = selectors.delivery_list(
             endpoint=endpoint, limit=query["limit"], cursor=query.get("cursor")
         )
-        return Response(
-            {
-                "data": [delivery_json(d) for d in page.items],
-                "pagination": page.pagination_json(),
-            }
-        )
+        answer: Paged[DeliveryJson] = paged(page, delivery_json)
+        return Response(answer)
 
+    @extend_schema(
+        tags=["webhooks"],
+        summary="Attempt a FAILED or PENDING delivery again now (same event id)",
+        description="A FAILED delivery gets one more attempt; a PENDING one is attempted now "
+        "and keeps its remaining retries.",
+        parameters=[WEBHOOK_ID, DELIVERY_ID],
+        request=EmptyRequest,
+        responses={
+            202: Data[DeliveryJson],
+            **errors_of(*NOT_FOUND, "DELIVERY_NOT_FOUND", "DELIVERY_ALREADY_DELIVERED"),
+        },
+    )
     def redeliver(self, request: Request, webhook_id: str, delivery_id: str) -> Response:
         validated(EmptyRequest, request.data)
         delivery = services.delivery_redeliver(
             project=project_of(request), webhook_id=webhook_id, delivery_id=delivery_id
         )
-        return Response({"data": delivery_json(delivery)}, status=202)
+        answer: Data[DeliveryJson] = {"data": delivery_json(delivery)}
+        return Response(answer, status=202)

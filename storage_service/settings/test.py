@@ -14,7 +14,7 @@ os.environ["AWS_STORAGE_BUCKET_NAME"] = os.environ.get(
 )
 
 from storage_service.settings.base import *
-from storage_service.env import env_bool, env_int_list, env_secret
+from storage_service.env import env_bool, env_int_list, env_secret, env_str
 
 DEBUG = False
 SECRET_KEY = "test-secret-key"
@@ -29,8 +29,10 @@ CACHES["default"]["KEY_PREFIX"] = "storage-test"
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 # Test tasks go to their own queue, so a `make run` worker on the same Redis never takes them
 # (it would run them against the development database).
-CELERY_TASK_DEFAULT_QUEUE = "storage-test"
-SERVICE_WEBHOOK_QUEUE = "storage-test-webhooks"
+# A test may point a server of its own at queues no worker reads (the fuzzing server: its
+# random webhook URLs must never be called).
+CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "storage-test")
+SERVICE_WEBHOOK_QUEUE = env_str("SERVICE_WEBHOOK_QUEUE", "storage-test-webhooks")
 CELERY_TASK_ROUTES = {"webhooks.tasks.*": {"queue": SERVICE_WEBHOOK_QUEUE}}
 # Short retry delays, so the suite can watch a delivery go through all its attempts.
 SERVICE_WEBHOOK_RETRY_DELAYS_MS = env_int_list("SERVICE_WEBHOOK_RETRY_DELAYS_MS", [300, 600, 900])

@@ -12,7 +12,7 @@ import pytest
 from storage_client import Client
 
 from tests.factories import Actor, make_actor
-from tests.ops.conftest import _serve
+from tests.servers import serve_api as _serve
 
 MIB = 1024 * 1024
 # A local receiver listens on 127.0.0.1 (the Celery worker's environment allows it too).

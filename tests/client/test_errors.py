@@ -32,8 +32,8 @@ from storage_client import (
 )
 
 from tests.factories import Actor
-from tests.ops.conftest import free_port
 from tests.proxy import TcpProxy
+from tests.servers import free_port
 from tests.subprocesses import database_url
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]

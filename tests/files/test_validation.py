@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from files.models import File
-from tests.factories import Actor, png_bytes
+from tests.factories import Actor, png_bytes, upload_body
 from tests.helpers import error_code, start_upload, uploaded_file
 
 GOOD = {"filename": "a.png", "contentType": "image/png", "size": 10}
@@ -156,7 +156,18 @@ def test_patch_refuses_bad_fields(owner: Actor, body: dict[str, Any]) -> None:
     assert owner.get(f"/v1/files/{file['id']}").json()["data"]["filename"] == file["filename"]
 
 
-@pytest.mark.parametrize("seconds", [59, 86401, "600", 600.0])
+def test_an_integral_number_is_an_integer_as_json_schema_says(owner: Actor) -> None:
+    """The document's "integer" is JSON Schema's: 600.0 is one (generated clients and fuzzers
+    send such numbers); 600.5, "600" and true are not."""
+    file = uploaded_file(owner)
+    response = owner.post(f"/v1/files/{file['id']}/download-url", {"expiresInSeconds": 600.0})
+    assert response.status_code == 200, response.json()
+    started = owner.post("/v1/files/upload", upload_body(b"abc", size=3.0))
+    assert started.status_code == 201, started.json()
+    assert started.json()["file"]["size"] == 3
+
+
+@pytest.mark.parametrize("seconds", [59, 86401, "600", 600.5, True])
 def test_download_url_lifetime_must_be_60_to_86400_seconds(owner: Actor, seconds: Any) -> None:
     file = uploaded_file(owner)
     response = owner.post(f"/v1/files/{file['id']}/download-url", {"expiresInSeconds": seconds})

@@ -2,76 +2,14 @@
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
-import requests
 
-from tests.subprocesses import database_url
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextmanager
-def _serve(workers: int = 1, **env_overrides: str) -> Iterator[str]:
-    port = free_port()
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "storage_service.settings.test",
-        "DATABASE_URL": database_url(),
-        **env_overrides,
-    }
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "gunicorn",
-            "storage_service.wsgi",
-            "--bind",
-            f"127.0.0.1:{port}",
-            "--workers",
-            str(workers),
-            "--log-level",
-            "warning",
-        ],
-        cwd=ROOT,
-        env=env,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if requests.get(f"{base}/healthz", timeout=5).status_code == 200:
-                    break
-            except requests.RequestException:
-                pass
-            if server.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("the API server did not start")
-            time.sleep(0.1)
-        yield base
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
+from tests.servers import serve_api
 
 
 @pytest.fixture
 def serve() -> Callable[..., object]:
     """``with serve(workers=2, SOME_SETTING="1") as base_url:`` runs a real API server."""
-    return _serve
+    return serve_api

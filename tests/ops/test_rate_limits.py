@@ -25,7 +25,7 @@ from django.test.utils import override_settings
 from accounts import throttling
 from tests.factories import Actor, make_actor
 from tests.helpers import error_code
-from tests.ops.conftest import free_port
+from tests.servers import free_port
 
 pytestmark = pytest.mark.django_db
 

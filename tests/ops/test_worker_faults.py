@@ -34,7 +34,7 @@ from files.models import File, StoredObject
 from storage_service.celery import app
 from tests.factories import Actor, make_actor, upload_body
 from tests.helpers import start_upload, uploaded_file
-from tests.ops.conftest import ROOT, free_port
+from tests.servers import ROOT, free_port
 from tests.subprocesses import database_url
 from tests.variants.images import encode, stripes
 from tests.webhook_receiver import Answer, Receiver, running_receiver

@@ -242,7 +242,7 @@ def test_the_single_upload_complete_points_a_multipart_file_to_its_session(
         [{"partNumber": 1, "etag": "a"}, {"partNumber": 1, "etag": "a"}],
         [{"partNumber": 0, "etag": "a"}],
         [{"partNumber": "1", "etag": "a"}],
-        [{"partNumber": 1.0, "etag": "a"}],
+        [{"partNumber": 1.5, "etag": "a"}],
         [{"partNumber": 1, "etag": ""}],
         [{"partNumber": 1, "etag": 5}],
         [{"partNumber": 1}],

@@ -1,0 +1,40 @@
+"""What ``GET /v1/me`` answers (see storage_service/openapi.py)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, TypedDict
+
+from storage_service.openapi import JsonSchema, id_schema
+from storage_service.shapes import Timestamp
+
+Environment = Literal["test", "live"]
+
+
+class MeProjectJson(TypedDict):
+    id: Annotated[str, id_schema("proj")]
+    name: str
+    createdAt: Timestamp
+
+
+class MeOrganizationJson(TypedDict):
+    id: Annotated[str, id_schema("org")]
+    name: str
+
+
+class MeApiKeyJson(TypedDict):
+    """The key itself is never shown again; ``prefix`` is its first 16 characters."""
+
+    id: Annotated[str, id_schema("key")]
+    prefix: Annotated[str, JsonSchema(example="sk_test_kvoKWrGu")]
+    environment: Environment
+    createdAt: Timestamp
+
+
+class MeJson(TypedDict):
+    """The project, organization and key a request authenticates as. Test and live data are
+    separate: a test key sees only test data."""
+
+    project: MeProjectJson
+    organization: MeOrganizationJson
+    apiKey: MeApiKeyJson
+    environment: Environment

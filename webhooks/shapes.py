@@ -1,0 +1,119 @@
+"""What the webhook endpoints answer, and the event envelope every delivery carries (see
+storage_service/openapi.py)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, TypedDict
+
+from drf_spectacular.utils import OpenApiResponse, OpenApiWebhook, extend_schema
+
+from storage_service.openapi import JsonSchema, id_schema
+from storage_service.shapes import Timestamp
+
+WebhookId = Annotated[str, id_schema("wh")]
+EventId = Annotated[str, id_schema("evt")]
+EventType = Literal[
+    "file.created",
+    "file.uploaded",
+    "file.downloaded",
+    "file.replaced",
+    "file.copied",
+    "file.renamed",
+    "file.moved",
+    "file.metadata_updated",
+    "file.processed",
+    "file.processing_failed",
+    "file.deleted",
+    "file.restored",
+    "file.purged",
+    "upload.initiated",
+    "upload.completed",
+    "upload.aborted",
+]
+DeliveryStatus = Literal["PENDING", "DELIVERED", "FAILED"]
+EndpointStatus = Literal["ACTIVE"]
+
+
+class WebhookJson(TypedDict):
+    """A registered endpoint, as every read shows it: never its secret. ``events`` lists the
+    types sent to it (every type, including later ones, when it was registered without)."""
+
+    id: WebhookId
+    url: str
+    events: list[EventType]
+    status: EndpointStatus
+    createdAt: Timestamp
+
+
+class WebhookCreatedJson(TypedDict):
+    """The registration's answer: the only time the signing secret is shown."""
+
+    webhook: WebhookJson
+    secret: Annotated[
+        str,
+        JsonSchema(
+            pattern="^whsec_[A-Za-z0-9_-]+$",
+            description="Signs every delivery: `SERVICE-Signature: t=<unix seconds>,v1=<hex "
+            "HMAC-SHA256 of '<t>.<raw body>'>`. Store it now.",
+        ),
+    ]
+
+
+class WebhookDeletedJson(TypedDict):
+    id: WebhookId
+    deleted: Literal[True]
+
+
+class DeliveryEventJson(TypedDict):
+    type: EventType
+    createdAt: Timestamp
+
+
+class DeliveryJson(TypedDict):
+    """One event for one endpoint. ``responseStatus`` is the last attempt's HTTP status
+    (null when none came); ``lastError`` is null after a success; ``nextAttemptAt`` is null
+    once the delivery is ``DELIVERED`` or ``FAILED``."""
+
+    id: Annotated[str, id_schema("dl")]
+    webhookId: WebhookId
+    eventId: EventId
+    status: DeliveryStatus
+    attempts: Annotated[int, JsonSchema(minimum=0)]
+    responseStatus: int | None
+    lastError: str | None
+    deliveredAt: Timestamp | None
+    nextAttemptAt: Timestamp | None
+    createdAt: Timestamp
+    event: DeliveryEventJson
+
+
+class EventEnvelopeJson(TypedDict):
+    """The body of every webhook request. ``data`` holds ``projectId``, ``organizationId``,
+    the ids of the resources concerned and the fields the event is about. Deliveries are at
+    least once: deduplicate on ``id``."""
+
+    id: EventId
+    type: EventType
+    created_at: Timestamp
+    data: dict[str, Any]
+
+
+# The requests our deliveries make, in the document's "webhooks" section (OpenAPI 3.1).
+EVENT_WEBHOOK = OpenApiWebhook(
+    name="event",
+    decorator=extend_schema(
+        operation_id="webhook_event",
+        tags=["webhooks"],
+        summary="An event, POSTed to each endpoint subscribed to its type",
+        description="Sent with `Content-Type: application/json`, `User-Agent: "
+        "SERVICE-Webhooks/1.0` and `SERVICE-Signature: t=<unix seconds>,v1=<hex>`, where `v1` "
+        "is the HMAC-SHA256, under the endpoint's secret, of `<t>.<raw body>`. Verify it over "
+        "the raw body before parsing it, reject a timestamp more than about 5 minutes old, "
+        "deduplicate on the envelope's `id`, and "
+        "answer 2xx within 10 seconds. Any other answer, or none, is retried after 1 s, 5 s, "
+        "30 s and 2 min (`SERVICE_WEBHOOK_RETRY_DELAYS_MS`), then the delivery is `FAILED`.",
+        auth=[],
+        request=EventEnvelopeJson,
+        responses={200: OpenApiResponse(description="Any 2xx acknowledges the event.")},
+    ),
+)
