@@ -1,0 +1,1 @@
+"""The hostile-input suite: each test sends what the worst client could, over real HTTP."""
