@@ -26,7 +26,9 @@ from tests.webhook_receiver import Answer, Receiver, running_receiver, verify_si
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
-PACKAGE = "storage_client"
+# Not "storage_client": that is our own client (clients/python), installed in the same
+# environment and imported by its tests in the same session.
+PACKAGE = "generated_storage_client"
 
 
 @pytest.fixture(scope="session")
