@@ -87,7 +87,7 @@ class RequestLimitsMiddleware:
                     if len(body) > limit:
                         return _too_large()
                 request.META["CONTENT_LENGTH"] = str(len(body))
-                request._stream = LimitedStream(io.BytesIO(bytes(body)), len(body))  # type: ignore[attr-defined]
+                request._stream = LimitedStream(io.BytesIO(bytes(body)), len(body))  # type: ignore[assignment]
         return self.get_response(request)
 
 

@@ -416,8 +416,8 @@ class AutoSchema(SpectacularAutoSchema):
     def _get_response_bodies(self, direction: Any = "response") -> Schema:
         """The operation's declared answers, and the errors every operation of its kind
         shares: 401/429/503 where a key is needed, 400 where a body or a query is read, 413
-        (``PAYLOAD_TOO_LARGE``) and 415 where a body is. (extend_schema replaces get_response_serializers, so this is where
-        they are added.)"""
+        (``PAYLOAD_TOO_LARGE``) and 415 where a body is. (extend_schema replaces
+        get_response_serializers, so this is where they are added.)"""
         result: Schema = super()._get_response_bodies(direction)
         declared = self.get_response_serializers()
         if not isinstance(declared, dict) or direction != "response":

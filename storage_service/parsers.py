@@ -11,7 +11,8 @@ Refused here, once, for every endpoint (a 400 ``VALIDATION_ERROR`` each):
 - nesting deeper than ``SERVICE_MAX_JSON_DEPTH``: without a cap, a 6 KB body of brackets
   reaches the parser's recursion limit (a RecursionError, which was a 500).
 
-The body's size is bounded before this runs (``storage_service.middleware.RequestLimitsMiddleware``).
+The body's size is bounded before this runs
+(``storage_service.middleware.RequestLimitsMiddleware``).
 """
 
 from __future__ import annotations
