@@ -541,6 +541,34 @@ def test_odd_bodies_queries_and_paths_get_a_clear_4xx(api: str, actor: Actor) ->
         response = requests.get(f"{api}/v1/files/{route}", headers=auth(actor), timeout=30)
         assert response.status_code == 404, (route, response.status_code)
         assert response.json()["error"]["code"] in {"FILE_NOT_FOUND", "NOT_FOUND"}
+    # The same body rules on every operation that takes one.
+    for route, raw in [
+        (f"/v1/files/{file['id']}/download-url", b'{"expiresInSeconds":1e400}'),
+        (f"/v1/files/{file['id']}/download-url", b'{"expiresInSeconds":60,"expiresInSeconds":61}'),
+        (f"/v1/files/{file['id']}/copy", b'{"filename":"a","filename":"b"}'),
+        ("/v1/webhooks", b'{"url":"https://example.com/","url":"https://example.org/"}'),
+        ("/v1/uploads/multipart", b'{"filename":"a","contentType":"a/b","size":NaN}'),
+    ]:
+        refused(post(api, actor, route, raw))
+    refused(send("PATCH", api, actor, f"/v1/files/{file['id']}", b'{"metadata":{"a":1,"a":2}}'))
+    # Headers: a key that is not a key, an odd request id, a non-ASCII idempotency key.
+    for token in ["\xff\xfe", "sk_test_" + "x" * 5000, ""]:
+        response = requests.get(
+            f"{api}/v1/files", headers={"Authorization": f"Bearer {token}"}, timeout=30
+        )
+        refused(response, 401, "UNAUTHENTICATED")
+    # A control character in a header value is not HTTP: gunicorn refuses the request (its own
+    # 400) before the service sees it.
+    response = requests.get(
+        f"{api}/v1/files", headers={"Authorization": "Bearer sk_test_\x01"}, timeout=30
+    )
+    assert response.status_code == 400
+    odd_id = requests.get(
+        f"{api}/v1/files", headers=auth(actor, **{"X-Request-Id": "x" * 500}), timeout=30
+    )
+    assert odd_id.status_code == 200 and odd_id.headers["X-Request-Id"].startswith("req_")
+    key = ("\U0001f600" * 10).encode().decode("latin-1")  # UTF-8 bytes, as a client sends
+    refused(post(api, actor, "/v1/files/upload", upload_body(), **{"Idempotency-Key": key}))
     response = requests.post(
         f"{api}/v1/files/{file['id']}/download-url?expiresInSeconds=%00",
         headers=auth(actor),
