@@ -16,20 +16,29 @@ from typing import Any
 from django.conf import settings
 from rest_framework import serializers
 
+from storage_service.parsers import depth
 from storage_service.serializers import Schema, json_integer, with_schema
 
 # C0 controls and DEL, refused in names and paths.
 _CONTROL = r"\x00-\x1f\x7f"
+# Invisible and direction-changing characters, refused in names and paths too: a filename
+# "invoice\u202egpj.exe" is shown as "invoiceexe.jpg", and a zero-width character makes two
+# names that look the same differ. The bidi embeddings, overrides and isolates (U+202A-U+202E,
+# U+2066-U+2069) and marks (U+200E, U+200F, U+061C); zero-width space, non-joiner and joiner
+# (U+200B-U+200D); word joiner and invisible operators (U+2060-U+2064); the BOM (U+FEFF) and
+# the Mongolian vowel separator (U+180E), which render as nothing.
+_INVISIBLE = r"\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
 # Whitespace that is not a control character: the rest of what str.isspace() calls space.
 _SPACE = r" \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 # Every character str.isspace() is true for (what str.strip() removes).
 _ANY_SPACE = r"[\t\n\x0b\x0c\r\x1c-\x1f" + _SPACE + "]"
 
-# A name character (no '/', '\\' or control), and the same without whitespace or without '.'.
-_NAME = rf"[^/\\{_CONTROL}]"
-_NAME_SOLID = rf"[^/\\{_CONTROL}{_SPACE}]"
-_NAME_SOLID_NOT_DOT = rf"[^/\\{_CONTROL}{_SPACE}.]"
-_NAME_NOT_DOT = rf"[^/\\{_CONTROL}.]"
+# A name character (no '/', '\\', control or invisible), and the same without whitespace or
+# without '.'.
+_NAME = rf"[^/\\{_CONTROL}{_INVISIBLE}]"
+_NAME_SOLID = rf"[^/\\{_CONTROL}{_INVISIBLE}{_SPACE}]"
+_NAME_SOLID_NOT_DOT = rf"[^/\\{_CONTROL}{_INVISIBLE}{_SPACE}.]"
+_NAME_NOT_DOT = rf"[^/\\{_CONTROL}{_INVISIBLE}.]"
 _LEADING_SPACE = rf"[{_SPACE}]"
 
 # A filename: at least one character that is not whitespace, and not "." or "..".
@@ -61,10 +70,22 @@ _MIME = (
 CONTENT_TYPE_PATTERN = rf"^{_ANY_SPACE}*{_MIME}{_ANY_SPACE}*$"
 MAX_CONTENT_TYPE_LENGTH = 255  # files_file.content_type is a varchar(255)
 MAX_METADATA_KEY_LENGTH = 128
+# Bytes of UTF-8, beside the character limits (settings): a filename and a path land in
+# B-tree indexes (file_list_filename, file_list_path, file_path_prefix), whose entries may not
+# exceed 2704 bytes. 1,024 four-byte characters are 4,096 bytes, so a character limit alone
+# let a path through validation that the index then refused (a database error, not a 400).
+# These leave room for the other columns of each index entry (ids, timestamps: < 100 bytes).
+MAX_FILENAME_BYTES = 1024
+MAX_PATH_BYTES = 2048
 
 _FILENAME = re.compile(FILENAME_PATTERN)
 _PATH = re.compile(PATH_PATTERN)
 _CONTENT_TYPE = re.compile(CONTENT_TYPE_PATTERN)
+
+
+def _utf8_length(value: str) -> int:
+    # "surrogatepass": a lone surrogate is refused by the parser; here it must not raise.
+    return len(value.encode("utf-8", "surrogatepass"))
 
 
 def _filename_schema() -> Schema:
@@ -73,8 +94,12 @@ def _filename_schema() -> Schema:
         "minLength": 1,
         "maxLength": settings.SERVICE_MAX_FILENAME_LENGTH,
         "pattern": FILENAME_PATTERN,
-        "description": "A name, not a path: no '/', '\\' or control characters, not only "
-        "whitespace, not '.' or '..'.",
+        "description": "A name, not a path: no '/', '\\', control characters or invisible "
+        "and text-direction characters (U+061C, U+180E, U+200B-U+200F, U+202A-U+202E, "
+        "U+2060-U+2064, U+2066-U+2069, U+FEFF), not only whitespace, not '.' or '..'. At most "
+        f"{settings.SERVICE_MAX_FILENAME_LENGTH} characters (`SERVICE_MAX_FILENAME_LENGTH`) "
+        f"and at most {MAX_FILENAME_BYTES} bytes as UTF-8.",
+        "x-maxBytes": MAX_FILENAME_BYTES,
         "example": "report.pdf",
     }
 
@@ -89,10 +114,16 @@ def clean_filename(value: Any) -> str:
         raise serializers.ValidationError(
             f"At most {settings.SERVICE_MAX_FILENAME_LENGTH} characters."
         )
+    if _utf8_length(value) > MAX_FILENAME_BYTES:
+        raise serializers.ValidationError(f"At most {MAX_FILENAME_BYTES} bytes as UTF-8.")
     if "/" in value or "\\" in value:
         raise serializers.ValidationError("Must not contain '/' or '\\'; use path for folders.")
     if re.search(f"[{_CONTROL}]", value):
         raise serializers.ValidationError("Must not contain control characters.")
+    if re.search(f"[{_INVISIBLE}]", value):
+        raise serializers.ValidationError(
+            "Must not contain invisible or text-direction characters (such as U+202E)."
+        )
     if not _FILENAME.fullmatch(value):
         raise serializers.ValidationError("Must not be '.' or '..'.")
     return value
@@ -104,8 +135,11 @@ def _path_schema() -> Schema:
         "maxLength": settings.SERVICE_MAX_PATH_LENGTH,
         "pattern": PATH_PATTERN,
         "description": "A folder: segments joined by '/' (no leading or trailing '/'; no "
-        "empty, '.' or '..' segment; no segment starting or ending with whitespace; no '\\' "
-        "or control characters). null, '' and '/' mean the root.",
+        "empty, '.' or '..' segment; no segment starting or ending with whitespace; no '\\', "
+        "control, invisible or text-direction characters, as in filenames). null, '' and '/' "
+        f"mean the root. At most {settings.SERVICE_MAX_PATH_LENGTH} characters "
+        f"(`SERVICE_MAX_PATH_LENGTH`) and at most {MAX_PATH_BYTES} bytes as UTF-8.",
+        "x-maxBytes": MAX_PATH_BYTES,
         "example": "invoices/2026",
     }
 
@@ -121,10 +155,16 @@ def clean_path(value: Any) -> str | None:
         return None
     if len(value) > settings.SERVICE_MAX_PATH_LENGTH:
         raise serializers.ValidationError(f"At most {settings.SERVICE_MAX_PATH_LENGTH} characters.")
+    if _utf8_length(value) > MAX_PATH_BYTES:
+        raise serializers.ValidationError(f"At most {MAX_PATH_BYTES} bytes as UTF-8.")
     if value.startswith("/") or value.endswith("/"):
         raise serializers.ValidationError("Must not start or end with '/'.")
     if re.search(f"[{_CONTROL}\\\\]", value):
         raise serializers.ValidationError("Must not contain control characters or '\\'.")
+    if re.search(f"[{_INVISIBLE}]", value):
+        raise serializers.ValidationError(
+            "Must not contain invisible or text-direction characters (such as U+202E)."
+        )
     if not _PATH.fullmatch(value):
         raise serializers.ValidationError(
             "Segments must not be empty, '.' or '..', nor start or end with spaces."
@@ -139,10 +179,13 @@ def _metadata_schema() -> Schema:
         "propertyNames": {"minLength": 1, "maxLength": MAX_METADATA_KEY_LENGTH},
         "additionalProperties": True,
         "description": "Your own JSON, replaced whole on update: at most "
-        f"{settings.SERVICE_MAX_METADATA_KEYS} keys of 1 to {MAX_METADATA_KEY_LENGTH} "
-        f"characters, and at most {settings.SERVICE_MAX_METADATA_BYTES} bytes as compact "
-        "UTF-8 JSON. null clears it.",
+        f"{settings.SERVICE_MAX_METADATA_KEYS} keys (`SERVICE_MAX_METADATA_KEYS`) of 1 to "
+        f"{MAX_METADATA_KEY_LENGTH} characters, at most {settings.SERVICE_MAX_METADATA_BYTES} "
+        "bytes as compact UTF-8 JSON (`SERVICE_MAX_METADATA_BYTES`), and objects and arrays "
+        f"nested at most {settings.SERVICE_MAX_METADATA_DEPTH} deep, the metadata object "
+        "itself being depth 1 (`SERVICE_MAX_METADATA_DEPTH`). null clears it.",
         "x-maxSerializedBytes": settings.SERVICE_MAX_METADATA_BYTES,
+        "x-maxDepth": settings.SERVICE_MAX_METADATA_DEPTH,
     }
 
 
@@ -159,6 +202,10 @@ def clean_metadata(value: Any) -> dict[str, Any] | None:
             raise serializers.ValidationError(
                 f"Keys must be 1 to {MAX_METADATA_KEY_LENGTH} characters."
             )
+    if depth(value) > settings.SERVICE_MAX_METADATA_DEPTH:
+        raise serializers.ValidationError(
+            f"Objects and arrays nested at most {settings.SERVICE_MAX_METADATA_DEPTH} deep."
+        )
     encoded = json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
     if len(encoded) > settings.SERVICE_MAX_METADATA_BYTES:
         raise serializers.ValidationError(
@@ -222,10 +269,17 @@ def size_rule(setting: str, *, minimum: int = 0, hint: str = "") -> Any:
 clean_size = size_rule("SERVICE_MAX_SINGLE_UPLOAD_BYTES")
 
 
-@with_schema(lambda: {"type": "string", "maxLength": 255, "pattern": "^[^\\x00]*$"})
+@with_schema(
+    lambda: {
+        "type": "string",
+        "maxLength": 255,
+        "pattern": f"^[^{_CONTROL}]*$",
+        "description": "Text without control characters.",
+    }
+)
 def clean_search(value: Any) -> str:
-    if not isinstance(value, str) or "\x00" in value:
-        raise serializers.ValidationError("Must be text without NUL characters.")
+    if not isinstance(value, str) or re.search(f"[{_CONTROL}]", value):
+        raise serializers.ValidationError("Must be text without control characters.")
     if len(value) > 255:
         raise serializers.ValidationError("At most 255 characters.")
     return value

@@ -10,8 +10,8 @@ from __future__ import annotations
 import logging
 from typing import Any, NotRequired, TypedDict
 
-from django.core.exceptions import PermissionDenied
-from django.db import InterfaceError, OperationalError
+from django.core.exceptions import PermissionDenied, RequestDataTooBig
+from django.db import DatabaseError, InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from rest_framework import exceptions as drf_exceptions
 from rest_framework.response import Response
@@ -163,6 +163,13 @@ class FileTooLarge(ApiError):
     status, code = 413, "FILE_TOO_LARGE"
 
 
+class PayloadTooLarge(ApiError):
+    """The request body is larger than ``SERVICE_MAX_REQUEST_BODY_BYTES``: refused before it
+    is read or parsed, so no client can make a worker buffer or parse megabytes of JSON."""
+
+    status, code = 413, "PAYLOAD_TOO_LARGE"
+
+
 class NotProcessable(ApiError):
     status, code = 422, "NOT_PROCESSABLE"
 
@@ -244,19 +251,95 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
             return response
     if isinstance(exc, drf_exceptions.APIException):
         return Response(error_body("ERROR", str(exc.detail)), status=exc.status_code)
-    if isinstance(exc, OperationalError | InterfaceError):
-        # PostgreSQL unreachable (restarting, failing over, network): the transaction was
-        # rolled back, so the client may simply retry. Django drops the broken connection
-        # at the end of the request and opens a new one on the next, so this heals by itself.
-        logger.warning("database unavailable: %s", type(exc).__name__, exc_info=True)
+    if isinstance(exc, RequestDataTooBig):
+        return Response(body_too_large().body(), status=413)
+    if isinstance(exc, DatabaseError) and is_unavailable(exc):
+        # PostgreSQL unreachable (restarting, failing over, network, out of connections) or
+        # a transaction that lost a race: it was rolled back, so the client may simply retry.
+        # Django drops a broken connection at the end of the request and opens a new one on
+        # the next, so this heals by itself.
+        logger.warning(
+            "database unavailable: %s (%s)", type(exc).__name__, sqlstate(exc), exc_info=True
+        )
         return database_unavailable()
-    # Anything else is a bug; it is logged with its traceback and answered without one.
+    # Anything else is a bug (any other database error included: a value the database
+    # refused is a check the validators lack, and retrying would never help). It is logged
+    # with its traceback and the request id, and answered with that id and without the trace.
     request = context.get("request")
-    request_id = getattr(getattr(request, "_request", request), "request_id", "-")
+    request_id = str(getattr(getattr(request, "_request", request), "request_id", "-"))
     logger.exception(
-        "unhandled error in %s (request %s)", context.get("view").__class__.__name__, request_id
+        "unhandled error in %s (request %s)",
+        context.get("view").__class__.__name__,
+        request_id,
+        extra={"requestId": request_id, "sqlstate": sqlstate(exc)},
     )
-    return Response(error_body("INTERNAL_ERROR", "An unexpected error occurred."), status=500)
+    return Response(internal_error_body(request_id), status=500)
+
+
+# --- Which database errors mean "retry shortly" --------------------------------------------
+
+# SQLSTATEs (PostgreSQL Appendix A) after which the same request can succeed on a retry: the
+# server is going away or not there yet, out of connections or of resources, or this
+# transaction lost a race (serialization failure, deadlock) or its time budget.
+_RETRYABLE_SQLSTATES = frozenset(
+    {
+        "40001",  # serialization_failure
+        "40P01",  # deadlock_detected
+        "55P03",  # lock_not_available (lock_timeout)
+        "57014",  # query_canceled (statement_timeout)
+        "57P01",  # admin_shutdown
+        "57P02",  # crash_shutdown
+        "57P03",  # cannot_connect_now (starting up, recovering)
+        "57P04",  # database_dropped
+        "58000",  # system_error (I/O)
+        "58030",  # io_error
+    }
+)
+# Whole classes: 08 connection exception, 53 insufficient resources (too many connections,
+# out of memory, disk full).
+_RETRYABLE_CLASSES = ("08", "53")
+
+
+def sqlstate(exc: BaseException) -> str | None:
+    """The SQLSTATE psycopg received with the error, if the server sent one."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        code = getattr(cause, "sqlstate", None)
+        if isinstance(code, str) and code:
+            return code
+        cause = cause.__cause__
+    return None
+
+
+def is_unavailable(exc: DatabaseError) -> bool:
+    """True for connection-class errors only: the service may answer 503 with Retry-After.
+
+    An error without a SQLSTATE came from the client library, not the server: the connection
+    was lost, refused or timed out (psycopg's OperationalError) or is already closed
+    (InterfaceError). Everything the server itself refused for another reason (a value too
+    long for an index, a bad cast, a missing table) is not cured by a retry.
+    """
+    code = sqlstate(exc)
+    if code is None:
+        return isinstance(exc, OperationalError | InterfaceError)
+    return code in _RETRYABLE_SQLSTATES or code.startswith(_RETRYABLE_CLASSES)
+
+
+def internal_error_body(request_id: str) -> ErrorJson:
+    return error_body(
+        "INTERNAL_ERROR",
+        f"An unexpected error occurred; quote request id {request_id} when reporting it.",
+        {"requestId": request_id},
+    )
+
+
+def body_too_large() -> PayloadTooLarge:
+    from django.conf import settings
+
+    limit = settings.SERVICE_MAX_REQUEST_BODY_BYTES
+    return PayloadTooLarge(
+        f"The request body is larger than {limit} bytes.", details={"maxBytes": limit}
+    )
 
 
 # --- Django's own error views (errors raised outside DRF views) ----------------------------
@@ -290,4 +373,5 @@ def database_unavailable() -> Response:
 
 
 def handler500(request: HttpRequest) -> HttpResponse:
-    return json_error(request, 500, "INTERNAL_ERROR", "An unexpected error occurred.")
+    request_id = str(getattr(request, "request_id", "-"))
+    return JsonResponse(internal_error_body(request_id), status=500)

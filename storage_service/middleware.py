@@ -1,12 +1,19 @@
-"""Request ids: every response carries ``X-Request-Id`` (the client's, if it sent a sane one)."""
+"""Request ids (every response carries ``X-Request-Id``: the client's, if it sent a sane
+one) and the request-body limit."""
 
 from __future__ import annotations
 
+import io
 import re
 import secrets
 from collections.abc import Callable
+from urllib.parse import unquote_to_bytes
 
-from django.http import HttpRequest, HttpResponse
+from django.conf import settings
+from django.core.handlers.wsgi import LimitedStream
+from django.http import HttpRequest, HttpResponse, JsonResponse
+
+from storage_service.errors import ErrorJson, body_too_large, error_body
 
 _SAFE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 
@@ -26,3 +33,70 @@ class RequestIdMiddleware:
         response = self.get_response(request)
         response["X-Request-Id"] = request_id
         return response
+
+
+class RequestLimitsMiddleware:
+    """Refuses a query string that is not UTF-8 once percent-decoded (400: Django would turn
+    the bad bytes into U+FFFD and answer as if the client had sent that), and a request body
+    larger than ``SERVICE_MAX_REQUEST_BODY_BYTES`` with 413
+    ``PAYLOAD_TOO_LARGE``, before anything reads or parses it.
+
+    A declared ``Content-Length`` above the limit is refused without reading a byte. A body of
+    unknown length (``Transfer-Encoding: chunked``, which gunicorn de-chunks) is read here in
+    small pieces and counted, so at most the limit plus one piece is ever held; if it fits, it
+    becomes the request's body with its real length. Django itself would read nothing of such
+    a body (its stream is limited to ``CONTENT_LENGTH``, absent here), so without this a
+    chunked JSON request would look empty.
+    """
+
+    _PIECE = 64 * 1024
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        query = request.META.get("QUERY_STRING", "")
+        if "%" in query:
+            try:
+                unquote_to_bytes(query.replace("+", " ")).decode("utf-8")
+            except UnicodeDecodeError:
+                return _refused(
+                    400,
+                    error_body(
+                        "VALIDATION_ERROR",
+                        "The query string is not UTF-8.",
+                        {"query": ["Percent-encoded bytes must be UTF-8."]},
+                    ),
+                )
+        limit = settings.SERVICE_MAX_REQUEST_BODY_BYTES
+        declared = request.META.get("CONTENT_LENGTH") or ""
+        if declared:
+            try:
+                length = int(declared)
+            except ValueError:
+                return _refused(400, error_body("VALIDATION_ERROR", "Invalid Content-Length."))
+            if length > limit:
+                return _too_large()
+        elif "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower():
+            environ = getattr(request, "environ", None)
+            stream = environ.get("wsgi.input") if environ else None
+            if stream is not None:
+                body = bytearray()
+                while piece := stream.read(self._PIECE):
+                    body += piece
+                    if len(body) > limit:
+                        return _too_large()
+                request.META["CONTENT_LENGTH"] = str(len(body))
+                request._stream = LimitedStream(io.BytesIO(bytes(body)), len(body))  # type: ignore[assignment]
+        return self.get_response(request)
+
+
+def _refused(status: int, body: ErrorJson) -> HttpResponse:
+    response = JsonResponse(body, status=status)
+    # The unread rest of the body must not be taken for the next request on this connection.
+    response["Connection"] = "close"
+    return response
+
+
+def _too_large() -> HttpResponse:
+    return _refused(413, body_too_large().body())

@@ -149,16 +149,39 @@ def content_disposition(filename: str) -> str:
     return f"attachment; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(filename, safe='')}"
 
 
+# What every download says about its bytes, whatever the uploader sent with its PUT. A
+# presigned PUT cannot forbid a header it does not sign, and the store keeps Content-Encoding,
+# Cache-Control, Content-Language, Content-Disposition and Expires from the PUT and serves them
+# back on every GET: an uploader could make browsers gunzip, cache publicly, or show a file
+# inline. The GET's response-* overrides (part of its signature) replace them all. (x-amz-*
+# headers, metadata and redirects included, need no override: the store refuses a presigned
+# request carrying one it was not signed with.)
+DOWNLOAD_CACHE_CONTROL = "private"
+# The stored bytes are exactly the uploaded file (never a compressed form of it), so "no
+# encoding" is the truth; a client that sent Content-Encoding: gzip gets its bytes back as is.
+DOWNLOAD_CONTENT_ENCODING = "identity"
+# BCP 47 "undetermined": the service knows nothing of the file's language.
+DOWNLOAD_CONTENT_LANGUAGE = "und"
+
+
 def presign_get(
     *, key: str, expires_in: int, filename: str | None = None, content_type: str | None = None
 ) -> PresignedDownload:
-    params: dict[str, Any] = {"Bucket": bucket(), "Key": key}
-    if filename:
-        params["ResponseContentDisposition"] = content_disposition(filename)
+    expires_at = timezone.now() + timedelta(seconds=expires_in)
+    params: dict[str, Any] = {
+        "Bucket": bucket(),
+        "Key": key,
+        "ResponseCacheControl": DOWNLOAD_CACHE_CONTROL,
+        "ResponseContentEncoding": DOWNLOAD_CONTENT_ENCODING,
+        "ResponseContentLanguage": DOWNLOAD_CONTENT_LANGUAGE,
+        # No use caching the answer beyond the URL's own life.
+        "ResponseExpires": expires_at,
+        "ResponseContentDisposition": content_disposition(filename) if filename else "attachment",
+    }
     if content_type:
         params["ResponseContentType"] = content_type
     url = presign_client().generate_presigned_url("get_object", Params=params, ExpiresIn=expires_in)
-    return PresignedDownload(url=url, expires_at=timezone.now() + timedelta(seconds=expires_in))
+    return PresignedDownload(url=url, expires_at=expires_at)
 
 
 def _is_missing(exc: ClientError) -> bool:

@@ -415,9 +415,9 @@ class AutoSchema(SpectacularAutoSchema):
 
     def _get_response_bodies(self, direction: Any = "response") -> Schema:
         """The operation's declared answers, and the errors every operation of its kind
-        shares: 401/429/503 where a key is needed, 400 where a body or a query is read, 415
-        where a body is. (extend_schema replaces get_response_serializers, so this is where
-        they are added.)"""
+        shares: 401/429/503 where a key is needed, 400 where a body or a query is read, 413
+        (``PAYLOAD_TOO_LARGE``) and 415 where a body is. (extend_schema replaces
+        get_response_serializers, so this is where they are added.)"""
         result: Schema = super()._get_response_bodies(direction)
         declared = self.get_response_serializers()
         if not isinstance(declared, dict) or direction != "response":
@@ -428,6 +428,8 @@ class AutoSchema(SpectacularAutoSchema):
         has_body = self.method in ("POST", "PUT", "PATCH") and bool(self.get_request_serializer())
         if has_body or self._has_query():
             codes.append("VALIDATION_ERROR")
+        if has_body:  # storage_service.middleware.RequestLimitsMiddleware
+            codes.append("PAYLOAD_TOO_LARGE")
         if self.get_auth():
             codes.extend(ALWAYS)
         errors = error_responses(*codes)

@@ -94,8 +94,14 @@ def test_an_unexpected_failure_is_a_json_500_without_traceback(
     response = owner.get("/v1/files")
 
     assert response.status_code == 500
+    request_id = response["X-Request-Id"]
     assert response.json() == {
-        "error": {"code": "INTERNAL_ERROR", "message": "An unexpected error occurred."}
+        "error": {
+            "code": "INTERNAL_ERROR",
+            "message": f"An unexpected error occurred; quote request id {request_id} when "
+            "reporting it.",
+            "details": {"requestId": request_id},
+        }
     }
     assert "secret internals" not in response.content.decode()
 

@@ -82,6 +82,9 @@ MIDDLEWARE = [
     "storage_service.middleware.RequestIdMiddleware",
     # Inside the request id (it logs it), outside everything else (it times all of it).
     "storage_service.logs.RequestLogMiddleware",
+    # Before anything reads the body or the query: an oversized body is refused unread (413),
+    # a query string that is not UTF-8 with 400.
+    "storage_service.middleware.RequestLimitsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # The admin's assets, served by the app itself in every profile (no separate web server).
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -182,6 +185,21 @@ SERVICE_MAX_FILENAME_LENGTH = env_int("SERVICE_MAX_FILENAME_LENGTH", 255, minimu
 SERVICE_MAX_PATH_LENGTH = env_int("SERVICE_MAX_PATH_LENGTH", 1024, minimum=1, maximum=4096)
 SERVICE_MAX_METADATA_KEYS = env_int("SERVICE_MAX_METADATA_KEYS", 64, minimum=0)
 SERVICE_MAX_METADATA_BYTES = env_int("SERVICE_MAX_METADATA_BYTES", 8192, minimum=2)
+# --- Input limits (issue 11) ---
+# Every limit here is also stated in the OpenAPI document, read from the same setting.
+# A request body above this is refused with 413 PAYLOAD_TOO_LARGE before it is read or parsed
+# (the largest legitimate body, a part-number list or 8 KiB of metadata, is far below).
+SERVICE_MAX_REQUEST_BODY_BYTES = env_int(
+    "SERVICE_MAX_REQUEST_BODY_BYTES", 1024 * 1024, minimum=1024, maximum=64 * 1024 * 1024
+)
+# Django's own check (request.body) agrees with ours, for any path that reads the body itself.
+DATA_UPLOAD_MAX_MEMORY_SIZE = SERVICE_MAX_REQUEST_BODY_BYTES
+# Arrays and objects nested deeper than this anywhere in a JSON body are a 400: no parser
+# recursion, no deep structures in the database.
+SERVICE_MAX_JSON_DEPTH = env_int("SERVICE_MAX_JSON_DEPTH", 32, minimum=2, maximum=256)
+# metadata's own nesting (the object itself is depth 1).
+SERVICE_MAX_METADATA_DEPTH = env_int("SERVICE_MAX_METADATA_DEPTH", 8, minimum=1, maximum=30)
+# --- end of input limits ---
 SERVICE_IDEMPOTENCY_TTL_HOURS = env_int("SERVICE_IDEMPOTENCY_TTL_HOURS", 24, minimum=1)
 # A single upload whose bytes never arrived is marked failed after this long.
 SERVICE_PENDING_UPLOAD_EXPIRY_HOURS = env_int("SERVICE_PENDING_UPLOAD_EXPIRY_HOURS", 24, minimum=1)
