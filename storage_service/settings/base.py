@@ -341,9 +341,7 @@ SERVICE_VARIANT_MAX_PER_VERSION = env_int("SERVICE_VARIANT_MAX_PER_VERSION", 50,
 # Transforms of one project running at once, over all workers (slots counted in Redis); the
 # project's further transforms wait (retried with a growing countdown up to
 # SERVICE_VARIANT_DEFER_MAX_SECONDS) instead of taking every worker.
-SERVICE_VARIANT_PROJECT_CONCURRENCY = env_int(
-    "SERVICE_VARIANT_PROJECT_CONCURRENCY", 2, minimum=1
-)
+SERVICE_VARIANT_PROJECT_CONCURRENCY = env_int("SERVICE_VARIANT_PROJECT_CONCURRENCY", 2, minimum=1)
 SERVICE_VARIANT_DEFER_MAX_SECONDS = env_int("SERVICE_VARIANT_DEFER_MAX_SECONDS", 30, minimum=1)
 # A transform gets SoftTimeLimitExceeded (and fails with a reason) after the soft limit, and
 # its process is killed at the hard limit (the variant fails too). Both must stay below the
