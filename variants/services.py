@@ -253,6 +253,12 @@ def variant_download_url(
 # --- Processing (workers) ------------------------------------------------------------------
 
 
+class TimeUp(BaseException):
+    """The transform's soft time limit, as the worker raises it (variants.tasks). Not an
+    Exception: botocore wraps any Exception raised while it sends a request and retries, so
+    Celery's SoftTimeLimitExceeded, arriving while the store hangs, would be swallowed there."""
+
+
 @dataclass(frozen=True)
 class Outcome:
     status: str  # ready, failed, retry (back to pending), skipped (not ours to do)
@@ -298,7 +304,7 @@ def variant_process(*, variant_id: str) -> Outcome:
             )
     except (ImageRejected, store.SourceTooLarge) as exc:
         return _fail(variant_id, claim, str(exc))
-    except SoftTimeLimitExceeded:
+    except (SoftTimeLimitExceeded, TimeUp):
         # Failed, not retried: the same bytes would take as long again.
         return _fail(
             variant_id, claim, _took_too_long(settings.SERVICE_VARIANT_SOFT_TIME_LIMIT_SECONDS)
@@ -321,7 +327,7 @@ def variant_process(*, variant_id: str) -> Outcome:
         etag = store.write(output.storage_key, rendered.data, content_type=rendered.content_type)
     except StorageUnavailable:
         return _release(variant_id, claim)
-    except SoftTimeLimitExceeded:
+    except (SoftTimeLimitExceeded, TimeUp):
         return _fail(
             variant_id, claim, _took_too_long(settings.SERVICE_VARIANT_SOFT_TIME_LIMIT_SECONDS)
         )

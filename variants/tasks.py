@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import signal
+from types import FrameType
 from typing import Any
 
 from billiard.einfo import ExceptionInfo
@@ -40,6 +43,20 @@ class TransformTask(Task):
                 logger.warning("variant %s: could not report its time-out", args[0])
 
 
+def _time_up(signum: int, frame: FrameType | None) -> None:
+    raise services.TimeUp()
+
+
+def _raise_time_up_at_the_soft_limit() -> None:
+    """The pool signals the soft limit with SIGUSR1; Celery's handler raises an Exception that
+    a hanging store call would swallow (see services.TimeUp). Set per task, since the pool
+    installs its own handler after the process starts; only possible in a process's main
+    thread (prefork and solo pools)."""
+    if hasattr(signal, "SIGUSR1"):
+        with contextlib.suppress(ValueError):
+            signal.signal(signal.SIGUSR1, _time_up)
+
+
 # Below SERVICE_VARIANT_STALE_SECONDS (checked in settings): a transform is never still
 # running when the sweep would take it for lost. Applies to prefork workers (`make run`).
 _LIMITS: dict[str, Any] = {"time_limit": settings.SERVICE_VARIANT_TIME_LIMIT_SECONDS}
@@ -55,6 +72,7 @@ if settings.SERVICE_VARIANT_SOFT_TIME_LIMIT_SECONDS:
     **_LIMITS,
 )
 def process_variant(self: Task, variant_id: str) -> str:
+    _raise_time_up_at_the_soft_limit()
     project_id = services.variant_waiting_project(variant_id=variant_id)
     if project_id is None:
         return "skipped"  # done, or claimed by another worker

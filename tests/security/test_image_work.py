@@ -47,6 +47,8 @@ from variants.models import Variant
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
+THUMBNAIL = "w256_h256_inside_webp_q80"
+
 
 def wait_for(condition: Callable[[], Any], timeout: float = 60.0, what: str = "") -> Any:
     deadline = time.monotonic() + timeout
@@ -140,8 +142,7 @@ class Client:
         )
 
     def thumbnail(self, file_id: str) -> dict[str, Any]:
-        [thumb] = self.variants(file_id)
-        return thumb
+        return next(v for v in self.variants(file_id) if v["label"] == THUMBNAIL)
 
 
 # --- The stack: an API server and workers on queues of their own ----------------------------
@@ -554,9 +555,9 @@ def test_transforms_have_a_queue_of_their_own(stack: Stack) -> None:
         client.upload(encode(stripes((300, 100)), "PNG"))
         assert stack.queued(stack.queues["transforms"]) == 1
         assert stack.queued(stack.queues["default"]) == 0
-    with override_settings(CELERY_TASK_DEFAULT_QUEUE=stack.queues["default"]):
-        route = app.amqp.router.route({}, "variants.tasks.requeue_stale_variants")
-    assert route["queue"].name == settings.CELERY_TASK_DEFAULT_QUEUE
+    # The sweeps go to Celery's default queue.
+    for sweep in ("variants.tasks.requeue_stale_variants", "files.tasks.purge_deleted_files"):
+        assert app.amqp.router.route({}, sweep)["queue"].name == settings.CELERY_TASK_DEFAULT_QUEUE
 
 
 # --- Fairness between projects -------------------------------------------------------------------
