@@ -928,6 +928,8 @@ def cmd_run(args: argparse.Namespace, services: Services) -> int:
         ("worker", [
             VENV_BIN / "celery", "-A", "storage_service", "worker",
             "--loglevel", "INFO", "--concurrency", str(concurrency),
+            # The sweeps (Celery's default queue) first, then the transforms' own queue.
+            "-Q", f"celery,{env('SERVICE_TRANSFORM_QUEUE') or 'transforms'}",
         ]),
         ("webhooks", webhook_worker_command()),
         ("beat", [

@@ -139,6 +139,12 @@ class VariantNotReady(ApiError):
     status, code = 409, "VARIANT_NOT_READY"
 
 
+class VariantLimitReached(ApiError):
+    """A new variant on a file version that already has SERVICE_VARIANT_MAX_PER_VERSION."""
+
+    status, code = 409, "VARIANT_LIMIT_REACHED"
+
+
 class UploadNotActive(ApiError):
     status, code = 409, "UPLOAD_NOT_ACTIVE"
 

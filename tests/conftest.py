@@ -82,6 +82,7 @@ def celery_worker(django_db_setup: None, django_db_blocker: object) -> Iterator[
     with app.connection_for_write() as connection:
         channel: Any = connection.default_channel
         channel.queue_purge(settings.SERVICE_WEBHOOK_QUEUE)
+        channel.queue_purge(settings.SERVICE_TRANSFORM_QUEUE)
     # Webhook deliveries have their own queue and worker (as under `make run`): a thread pool,
     # so a receiver that hangs for the whole timeout holds up no other test's task.
     webhook_worker = subprocess.Popen(
@@ -117,7 +118,7 @@ def celery_worker(django_db_setup: None, django_db_blocker: object) -> Iterator[
             "storage_service",
             "worker",
             "-Q",
-            settings.CELERY_TASK_DEFAULT_QUEUE,
+            f"{settings.CELERY_TASK_DEFAULT_QUEUE},{settings.SERVICE_TRANSFORM_QUEUE}",
             "--pool",
             "solo",
             "--without-gossip",

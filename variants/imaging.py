@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import io
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import IO, Any
 
 from PIL import Image, UnidentifiedImageError
@@ -144,8 +144,58 @@ def _side(value: float) -> int:
     return max(1, round(value))
 
 
-def render(source: bytes | IO[bytes], params: Params, *, max_pixels: int) -> Rendered:
-    """The variant of ``source``; raises ImageRejected for anything that is not a usable image."""
+def sample_bytes(image: Image.Image) -> int:
+    """Bytes per sample of the image as stored (read from the header): 2 for 16-bit PNGs and
+    TIFFs, 4 for 32-bit integer or float ones, else 1. Their decoders hold (and Wuffs' work
+    buffer holds the inflated rows of) that many bytes per sample, so the pixel cap counts such
+    a pixel that many times."""
+    if image.mode in {"I", "F"}:
+        return 4
+    if image.mode.startswith("I;16"):
+        return 2
+    tile = getattr(image, "tile", None)  # an ImageFile's: how its pixels are stored
+    args = tile[0].args if tile else None
+    rawmode = args[0] if isinstance(args, tuple) and args else args
+    if isinstance(rawmode, str):
+        if ";32" in rawmode:
+            return 4
+        if ";16" in rawmode:
+            return 2
+    return 1
+
+
+def _scale(source: tuple[int, int], params: Params) -> float:
+    """How much plan() scales the source up (above 1) or down, on its larger axis."""
+    sw, sh = source
+    w, h = params.width, params.height
+    if w is None or h is None:
+        return (w / sw) if w is not None else (h or 0) / sh
+    if params.fit in {"contain", "inside"}:
+        return min(w / sw, h / sh)
+    return max(w / sw, h / sh)  # cover, outside; fill on its more stretched axis
+
+
+def limit_upscale(source: tuple[int, int], params: Params, max_upscale: int) -> Params:
+    """The parameters with the requested box shrunk, keeping its shape, so the source is never
+    scaled up by more than ``max_upscale``: a 1x5 image asked for at 4096x4096 gives a 1x1
+    cover (or a 1x5 inside), not sixteen million invented pixels. The variant's ``width`` and
+    ``height`` say what was made."""
+    scale = _scale(source, params)
+    if scale <= max_upscale:
+        return params
+    factor = max_upscale / scale
+    return replace(
+        params,
+        width=None if params.width is None else _side(params.width * factor),
+        height=None if params.height is None else _side(params.height * factor),
+    )
+
+
+def render(
+    source: bytes | IO[bytes], params: Params, *, max_pixels: int, max_upscale: int | None = None
+) -> Rendered:
+    """The variant of ``source``; raises ImageRejected for anything that is not a usable image.
+    ``max_upscale`` (None: no limit) caps how much the source may be enlarged."""
     # A stream (the worker's spooled copy of the original) is parsed in place: only its header
     # is read before the pixel cap is checked.
     stream = io.BytesIO(source) if isinstance(source, bytes | bytearray) else source
@@ -154,7 +204,7 @@ def render(source: bytes | IO[bytes], params: Params, *, max_pixels: int) -> Ren
             # Our own cap below replaces Pillow's warning; its hard error is still caught.
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
             with Image.open(stream) as image:
-                return _render(image, stream, params, max_pixels)
+                return _render(image, stream, params, max_pixels, max_upscale)
     except ImageRejected:
         raise
     except Image.DecompressionBombError as exc:
@@ -168,17 +218,30 @@ def render(source: bytes | IO[bytes], params: Params, *, max_pixels: int) -> Ren
         raise ImageRejected(f"The image is corrupt or truncated: {exc}") from exc
 
 
-def _render(image: Image.Image, stream: IO[bytes], params: Params, max_pixels: int) -> Rendered:
+def _render(
+    image: Image.Image,
+    stream: IO[bytes],
+    params: Params,
+    max_pixels: int,
+    max_upscale: int | None,
+) -> Rendered:
     sw, sh = image.size
-    if sw * sh > max_pixels:
+    weight = sample_bytes(image)
+    if sw * sh * weight > max_pixels:
+        counted = (
+            f" ({8 * weight}-bit samples count each pixel {weight} times)" if weight > 1 else ""
+        )
         raise ImageRejected(
-            f"The image has {sw}x{sh} pixels, more than the {max_pixels} this service decodes."
+            f"The image has {sw}x{sh} pixels{counted}, more than the {max_pixels} this "
+            f"service decodes."
         )
     if image.format not in {"JPEG", "PNG", "WEBP", "AVIF", "GIF", "TIFF", "MPO"}:
         raise ImageRejected(f"Images in {image.format} format are not processed.")
     orientation = _orientation(image)
     swapped = orientation in {5, 6, 7, 8}
     upright = (sh, sw) if swapped else (sw, sh)
+    if max_upscale is not None:
+        params = limit_upscale(upright, params, max_upscale)
     steps = plan(upright, params)
     out_w, out_h = steps.scaled
     if out_w * out_h > max_pixels or steps.canvas[0] * steps.canvas[1] > max_pixels:

@@ -11,6 +11,7 @@ from functools import partial
 from pathlib import PurePosixPath
 from typing import Any, cast
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F
@@ -28,6 +29,7 @@ from storage_service.errors import (
     FileNotUploaded,
     NotProcessable,
     StorageUnavailable,
+    VariantLimitReached,
     VariantNotFound,
     VariantNotReady,
 )
@@ -159,6 +161,23 @@ def variant_transform(*, project: Project, file_id: str, params: Params) -> Vari
                 f"the stored bytes are {found}.",
                 details={"detectedType": file.sniffed_type},
             )
+        limit = settings.SERVICE_VARIANT_MAX_SOURCE_BYTES
+        if file.size > limit:
+            raise NotProcessable(
+                f"The file is {file.size} bytes; variants are made from originals of at most "
+                f"{limit} bytes.",
+                details={"size": file.size, "maxSourceBytes": limit},
+            )
+        existing = Variant.objects.filter(file=file, version=file.version)
+        if not existing.filter(label=params.label).exists():
+            # Counted under the file's lock, so two new requests at once cannot both pass.
+            cap = settings.SERVICE_VARIANT_MAX_PER_VERSION
+            if existing.count() >= cap:
+                raise VariantLimitReached(
+                    f"Version {file.version} of the file already has {cap} variants, the most "
+                    f"a version may have; ask again for one of them, or replace the file.",
+                    details={"fileVersion": file.version, "limit": cap},
+                )
         variant, _ = variant_get_or_create(
             file=file,
             version=file.version,
@@ -234,6 +253,12 @@ def variant_download_url(
 # --- Processing (workers) ------------------------------------------------------------------
 
 
+class TimeUp(BaseException):
+    """The transform's soft time limit, as the worker raises it (variants.tasks). Not an
+    Exception: botocore wraps any Exception raised while it sends a request and retries, so
+    Celery's SoftTimeLimitExceeded, arriving while the store hangs, would be swallowed there."""
+
+
 @dataclass(frozen=True)
 class Outcome:
     status: str  # ready, failed, retry (back to pending), skipped (not ours to do)
@@ -267,12 +292,23 @@ def variant_process(*, variant_id: str) -> Outcome:
         return Outcome("skipped")
     variant = Variant.objects.select_related("source_object").get(id=variant_id)
     try:
-        with store.read(variant.source_object.storage_key) as source:
+        with store.read(
+            variant.source_object.storage_key,
+            max_bytes=settings.SERVICE_VARIANT_MAX_SOURCE_BYTES,
+        ) as source:
             rendered = imaging.render(
-                source, params_of(variant), max_pixels=settings.SERVICE_VARIANT_MAX_PIXELS
+                source,
+                params_of(variant),
+                max_pixels=settings.SERVICE_VARIANT_MAX_PIXELS,
+                max_upscale=settings.SERVICE_VARIANT_MAX_UPSCALE,
             )
-    except ImageRejected as exc:
+    except (ImageRejected, store.SourceTooLarge) as exc:
         return _fail(variant_id, claim, str(exc))
+    except (SoftTimeLimitExceeded, TimeUp):
+        # Failed, not retried: the same bytes would take as long again.
+        return _fail(
+            variant_id, claim, _took_too_long(settings.SERVICE_VARIANT_SOFT_TIME_LIMIT_SECONDS)
+        )
     except store.ObjectMissing:
         return _fail(variant_id, claim, "The original's bytes are no longer in the store.")
     except StorageUnavailable:
@@ -291,7 +327,50 @@ def variant_process(*, variant_id: str) -> Outcome:
         etag = store.write(output.storage_key, rendered.data, content_type=rendered.content_type)
     except StorageUnavailable:
         return _release(variant_id, claim)
+    except (SoftTimeLimitExceeded, TimeUp):
+        return _fail(
+            variant_id, claim, _took_too_long(settings.SERVICE_VARIANT_SOFT_TIME_LIMIT_SECONDS)
+        )
     return _finish(variant_id, claim, output, rendered, etag)
+
+
+def _took_too_long(seconds: int) -> str:
+    return f"Processing took longer than {seconds} s, the most a variant may take."
+
+
+def variant_fail_timed_out(*, variant_id: str, seconds: int) -> Outcome:
+    """A transform whose process was killed at the hard time limit (sent by the worker's
+    parent process, see variants.tasks): failed with the reason, so the stale sweep does not
+    run it again. Only a variant still processing is changed; the killed attempt was the only
+    one possible, since the sweep sends nothing again before SERVICE_VARIANT_STALE_SECONDS,
+    which is longer than the hard limit."""
+    with transaction.atomic():
+        file_id = Variant.objects.filter(id=variant_id).values_list("file_id", flat=True).first()
+        if file_id is None:
+            return Outcome("skipped")
+        file = File.objects.select_for_update().select_related("project").get(id=file_id)
+        variant = Variant.objects.select_for_update().get(id=variant_id)
+        if variant.status != VStatus.PROCESSING:
+            return Outcome("skipped")
+        reason = _took_too_long(seconds)
+        _mark_failed(file, variant, reason)
+        return Outcome("failed", reason)
+
+
+def variant_waiting_project(*, variant_id: str) -> int | None:
+    """The project of a variant that still waits for a worker (pending), else None."""
+    return (
+        Variant.objects.filter(id=variant_id, status=VStatus.PENDING)
+        .values_list("project_id", flat=True)
+        .first()
+    )
+
+
+def variant_defer(*, variant_id: str) -> None:
+    """The variant waits for its project's slot: its message is sent again later. Touched so
+    the stale sweep, which resends variants untouched for SERVICE_VARIANT_STALE_SECONDS (a
+    lost message), does not add copies of a message that is not lost."""
+    Variant.objects.filter(id=variant_id, status=VStatus.PENDING).update(updated_at=timezone.now())
 
 
 def _locked(variant_id: str, claim: str) -> tuple[File, Variant] | None:

@@ -22,22 +22,67 @@ class ObjectMissing(Exception):
     """The object is not in the store (a purge raced the work, or the store lost it)."""
 
 
-def read(key: str) -> IO[bytes]:
-    """The whole object, rewound, in memory or (when large) in a temporary file."""
+class SourceTooLarge(Exception):
+    """The object is larger than the worker may read; the message says how large."""
+
+
+# Read from the response stream in pieces of this size, so a limit is never overshot by much.
+CHUNK_BYTES = 1024 * 1024
+
+
+def _store_error(exc: ClientError, key: str) -> Exception:
+    code = str(exc.response.get("Error", {}).get("Code", ""))
+    if code in {"404", "NoSuchKey", "NotFound"}:
+        return ObjectMissing(key)
+    return StorageUnavailable("The object store refused the request.")
+
+
+def read(key: str, *, max_bytes: int) -> IO[bytes]:
+    """The whole object, rewound, in memory or (when large) in a temporary file; never more
+    than ``max_bytes`` of it.
+
+    The size is checked by HEAD before a byte is downloaded; then the GET asks for a range of
+    at most ``max_bytes + 1`` bytes, so an object replaced by a larger one after the HEAD
+    still costs at most that much to find out (SourceTooLarge either way).
+    """
+    info = objectstore.head(key)  # StorageUnavailable when the store does not answer
+    if info is None:
+        raise ObjectMissing(key)
+    if info.size > max_bytes:
+        raise SourceTooLarge(_too_large(info.size, max_bytes))
     spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)  # noqa: SIM115 (returned)
     try:
-        objectstore.client().download_fileobj(objectstore.bucket(), key, spool)
+        response = objectstore.client().get_object(
+            Bucket=objectstore.bucket(), Key=key, Range=f"bytes=0-{max_bytes}"
+        )
+        body = response["Body"]
+        received = 0
+        try:
+            while chunk := body.read(min(CHUNK_BYTES, max_bytes + 1 - received)):
+                received += len(chunk)
+                if received > max_bytes:
+                    raise SourceTooLarge(_too_large(received, max_bytes, grew=True))
+                spool.write(chunk)
+        finally:
+            body.close()
     except ClientError as exc:
         spool.close()
-        code = str(exc.response.get("Error", {}).get("Code", ""))
-        if code in {"404", "NoSuchKey", "NotFound"}:
-            raise ObjectMissing(key) from exc
-        raise StorageUnavailable("The object store refused the request.") from exc
+        raise _store_error(exc, key) from exc
     except BotoCoreError as exc:
         spool.close()
         raise StorageUnavailable("The object store is unreachable; try again.") from exc
+    except BaseException:
+        spool.close()
+        raise
     spool.seek(0)
     return spool
+
+
+def _too_large(size: int, limit: int, *, grew: bool = False) -> str:
+    found = f"more than {limit}" if grew else str(size)
+    return (
+        f"The original is {found} bytes; variants are made from originals of at most {limit} bytes."
+    )
 
 
 def write(key: str, data: bytes, *, content_type: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from drf_spectacular.utils import extend_schema
 from rest_framework import viewsets
 from rest_framework.request import Request
@@ -29,7 +30,13 @@ class VariantViewSet(viewsets.ViewSet):
         description="Identical parameters on the same file version answer the same variant "
         "(pending, ready or failed) and start no new work. Poll the variant list, or listen "
         "for `file.processed` / `file.processing_failed`. Eligible: files whose stored bytes "
-        "are JPEG, PNG, WebP, AVIF, GIF or TIFF.",
+        "are JPEG, PNG, WebP, AVIF, GIF or TIFF, of at most "
+        f"{settings.SERVICE_VARIANT_MAX_SOURCE_BYTES} bytes (else `NOT_PROCESSABLE`). A file "
+        f"version has at most {settings.SERVICE_VARIANT_MAX_PER_VERSION} distinct variants "
+        "(the thumbnail included); a new one beyond answers `VARIANT_LIMIT_REACHED`, while "
+        "asking again for an existing one still answers it. An image is never enlarged more "
+        f"than {settings.SERVICE_VARIANT_MAX_UPSCALE}x: a larger box is shrunk, keeping its "
+        "shape, and the variant's `width` and `height` say what was made.",
         parameters=[FILE_ID],
         request=TransformRequest,
         responses={
@@ -42,7 +49,9 @@ class VariantViewSet(viewsets.ViewSet):
                     }
                 },
             ),
-            **errors_of(*NOT_FOUND, "FILE_NOT_UPLOADED", "NOT_PROCESSABLE"),
+            **errors_of(
+                *NOT_FOUND, "FILE_NOT_UPLOADED", "VARIANT_LIMIT_REACHED", "NOT_PROCESSABLE"
+            ),
         },
     )
     def transform(self, request: Request, file_id: str) -> Response:

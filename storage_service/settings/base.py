@@ -332,7 +332,9 @@ LOGGING = {
 # --- Image variants (variants/) ------------------------------------------------------------
 # Images with more pixels than this are refused from their header, before any decoding
 # (decompression bombs); outputs are held to the same cap.
-SERVICE_VARIANT_MAX_PIXELS = env_int("SERVICE_VARIANT_MAX_PIXELS", 100_000_000, minimum=1)
+# 50 MP, weighted by bytes per sample (a 16-bit image counts each pixel twice): see the
+# "Image work" section of docs/security.md for the comparison with imgproxy and Cloudflare.
+SERVICE_VARIANT_MAX_PIXELS = env_int("SERVICE_VARIANT_MAX_PIXELS", 50_000_000, minimum=1)
 # A variant pending or processing for longer than this is taken to have lost its message or
 # its worker, and is run again by the sweep, at most SERVICE_VARIANT_MAX_ATTEMPTS times.
 SERVICE_VARIANT_STALE_SECONDS = env_int("SERVICE_VARIANT_STALE_SECONDS", 600, minimum=10)
@@ -341,3 +343,47 @@ CELERY_BEAT_SCHEDULE["requeue-stale-variants"] = {
     "task": "variants.tasks.requeue_stale_variants",
     "schedule": env_int("SERVICE_VARIANT_SWEEP_INTERVAL_SECONDS", 300, minimum=10),
 }
+
+# --- Image work limits (issue 11) ---------------------------------------------------------
+# Each is documented, with its reason, in the "Image work" section of docs/security.md.
+# Originals larger than this are never downloaded: the size is checked by HEAD first, and the
+# download itself is a ranged GET that stops at this many bytes (an object that grew).
+SERVICE_VARIANT_MAX_SOURCE_BYTES = env_int(
+    "SERVICE_VARIANT_MAX_SOURCE_BYTES", 100 * 1024 * 1024, minimum=1
+)
+# A variant is never scaled up more than this factor from its source (1: never enlarged); a
+# larger request is clamped, keeping the requested box's shape.
+SERVICE_VARIANT_MAX_UPSCALE = env_int("SERVICE_VARIANT_MAX_UPSCALE", 1, minimum=1, maximum=16)
+# Distinct variants (thumbnail included) one file version may have; more answers 409.
+SERVICE_VARIANT_MAX_PER_VERSION = env_int("SERVICE_VARIANT_MAX_PER_VERSION", 50, minimum=1)
+# Transforms of one project running at once, over all workers (slots counted in Redis); the
+# project's further transforms wait (retried with a growing countdown up to
+# SERVICE_VARIANT_DEFER_MAX_SECONDS) instead of taking every worker.
+SERVICE_VARIANT_PROJECT_CONCURRENCY = env_int("SERVICE_VARIANT_PROJECT_CONCURRENCY", 2, minimum=1)
+SERVICE_VARIANT_DEFER_MAX_SECONDS = env_int("SERVICE_VARIANT_DEFER_MAX_SECONDS", 30, minimum=1)
+# A transform gets SoftTimeLimitExceeded (and fails with a reason) after the soft limit, and
+# its process is killed at the hard limit (the variant fails too). Both must stay below the
+# stale threshold, so the sweep never sends again a transform that is still running. 0 turns
+# the soft limit off.
+SERVICE_VARIANT_SOFT_TIME_LIMIT_SECONDS = env_int(
+    "SERVICE_VARIANT_SOFT_TIME_LIMIT_SECONDS", 120, minimum=0
+)
+SERVICE_VARIANT_TIME_LIMIT_SECONDS = env_int("SERVICE_VARIANT_TIME_LIMIT_SECONDS", 180, minimum=1)
+if SERVICE_VARIANT_TIME_LIMIT_SECONDS >= SERVICE_VARIANT_STALE_SECONDS:
+    raise ImproperlyConfigured(
+        "SERVICE_VARIANT_TIME_LIMIT_SECONDS must be below SERVICE_VARIANT_STALE_SECONDS, or the "
+        "stale sweep sends again transforms that are still running"
+    )
+if SERVICE_VARIANT_SOFT_TIME_LIMIT_SECONDS >= SERVICE_VARIANT_TIME_LIMIT_SECONDS:
+    raise ImproperlyConfigured(
+        "SERVICE_VARIANT_SOFT_TIME_LIMIT_SECONDS must be below SERVICE_VARIANT_TIME_LIMIT_SECONDS"
+    )
+# A worker process whose resident memory is above this (KiB) after a task is replaced by a
+# fresh one: a large decode's memory goes back to the system instead of staying with it.
+CELERY_WORKER_MAX_MEMORY_PER_CHILD = env_int(
+    "SERVICE_WORKER_MAX_MEMORY_PER_CHILD_KIB", 400 * 1024, minimum=1
+)
+# Transforms have their own queue: the sweeps (Celery's default queue) and the webhook
+# deliveries never wait behind a backlog of image work.
+SERVICE_TRANSFORM_QUEUE = env_str("SERVICE_TRANSFORM_QUEUE", "transforms")
+CELERY_TASK_ROUTES["variants.tasks.process_variant"] = {"queue": SERVICE_TRANSFORM_QUEUE}

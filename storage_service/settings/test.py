@@ -33,6 +33,10 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 # random webhook URLs must never be called).
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "storage-test")
 SERVICE_WEBHOOK_QUEUE = env_str("SERVICE_WEBHOOK_QUEUE", "storage-test-webhooks")
-CELERY_TASK_ROUTES = {"webhooks.tasks.*": {"queue": SERVICE_WEBHOOK_QUEUE}}
+SERVICE_TRANSFORM_QUEUE = env_str("SERVICE_TRANSFORM_QUEUE", "storage-test-transforms")
+CELERY_TASK_ROUTES = {
+    "webhooks.tasks.*": {"queue": SERVICE_WEBHOOK_QUEUE},
+    "variants.tasks.process_variant": {"queue": SERVICE_TRANSFORM_QUEUE},
+}
 # Short retry delays, so the suite can watch a delivery go through all its attempts.
 SERVICE_WEBHOOK_RETRY_DELAYS_MS = env_int_list("SERVICE_WEBHOOK_RETRY_DELAYS_MS", [300, 600, 900])

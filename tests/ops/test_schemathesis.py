@@ -31,7 +31,7 @@ SEED = os.environ.get("FUZZ_SEED", "20261123")
 MAX_EXAMPLES = os.environ.get("FUZZ_MAX_EXAMPLES", "8")
 # Queues no worker reads: the fuzzer registers webhooks to made-up URLs, which must never be
 # called, and its messages are dropped at the end.
-FUZZ_QUEUES = ("storage-fuzz", "storage-fuzz-webhooks")
+FUZZ_QUEUES = ("storage-fuzz", "storage-fuzz-webhooks", "storage-fuzz-transforms")
 
 
 def _purge(queues: tuple[str, ...]) -> None:
@@ -71,6 +71,7 @@ def test_schemathesis_every_phase_and_check_finds_nothing(tmp_path: Path) -> Non
         "SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true",
         "CELERY_TASK_DEFAULT_QUEUE": FUZZ_QUEUES[0],
         "SERVICE_WEBHOOK_QUEUE": FUZZ_QUEUES[1],
+        "SERVICE_TRANSFORM_QUEUE": FUZZ_QUEUES[2],
     }
     try:
         with serve_api(workers=2, **server_env) as base_url:

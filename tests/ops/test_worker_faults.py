@@ -215,11 +215,13 @@ def test_a_variant_whose_worker_is_killed_mid_transform_is_made_once_by_another(
 ) -> None:
     owner = make_actor("fault-transform")
     file = make_image_file(owner)
+    # The sweeps' queue and the transforms' own queue.
     default_queue = settings.CELERY_TASK_DEFAULT_QUEUE
+    transforms = settings.SERVICE_TRANSFORM_QUEUE
     with black_hole() as hanging_store:
         # This worker's reads of the original hang (a store that stopped answering), so it is
         # certainly mid-transform when it dies.
-        doomed = spawn_worker(default_queue, AWS_S3_ENDPOINT_URL=hanging_store)
+        doomed = spawn_worker(default_queue, transforms, AWS_S3_ENDPOINT_URL=hanging_store)
         [thumb] = Variant.objects.filter(file=file)
         wait_for(
             lambda: Variant.objects.get(id=thumb.id).status == "processing",
@@ -233,7 +235,7 @@ def test_a_variant_whose_worker_is_killed_mid_transform_is_made_once_by_another(
 
     # The unacked message stays in Redis until its visibility timeout; the stale sweep is what
     # sends the variant again, to a healthy worker.
-    spawn_worker(default_queue)
+    spawn_worker(default_queue, transforms)
     assert sweep_variants_now() == 1
     done = wait_for(
         lambda: (v := Variant.objects.get(id=thumb.id)).status == "ready" and v,
@@ -328,12 +330,18 @@ def test_a_redis_restart_loses_messages_but_the_sweeps_finish_every_delivery_and
     files = [*before, during]
 
     private_broker.start()
-    spawn_worker(settings.CELERY_TASK_DEFAULT_QUEUE, settings.SERVICE_WEBHOOK_QUEUE)
+    spawn_worker(
+        settings.CELERY_TASK_DEFAULT_QUEUE,
+        settings.SERVICE_TRANSFORM_QUEUE,
+        settings.SERVICE_WEBHOOK_QUEUE,
+    )
     # An empty Redis has no queue bindings either: until a worker (re)connects and declares
     # its queues, a message sent to them is dropped. Workers reconnect by themselves; wait
     # for this one, as beat's next sweep would come after.
     private_broker.wait_for_queues(
-        settings.CELERY_TASK_DEFAULT_QUEUE, settings.SERVICE_WEBHOOK_QUEUE
+        settings.CELERY_TASK_DEFAULT_QUEUE,
+        settings.SERVICE_TRANSFORM_QUEUE,
+        settings.SERVICE_WEBHOOK_QUEUE,
     )
     # What beat would do on its schedule: both sweeps.
     assert sweep_variants_now() == 3
