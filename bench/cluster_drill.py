@@ -351,18 +351,24 @@ class Kill:
     recovered: dict[str, float] = field(default_factory=dict)  # milestone -> seconds after
 
 
-def wait_for(kill: Kill, milestone: str, started: float, check: Callable[[], bool]) -> None:
-    """Record how long after the kill ``check`` first holds (nan if it never does)."""
+def wait_for(kill: Kill, started: float, milestones: dict[str, Callable[[], bool]]) -> None:
+    """Record how long after the kill each check first holds (nan if it never does), all
+    polled together so that one slow milestone does not delay the timing of the others."""
+    pending = dict(milestones)
     deadline = started + RECOVERY_TIMEOUT
-    while time.monotonic() < deadline:
-        try:
-            if check():
-                kill.recovered[milestone] = time.monotonic() - started
-                return
-        except Exception:  # a probe failing is "not yet"
-            pass
+    while pending and time.monotonic() < deadline:
+        for name, check in list(pending.items()):
+            try:
+                ok = check()
+            except Exception:  # a probe failing is "not yet"
+                ok = False
+            if ok:
+                kill.recovered[name] = time.monotonic() - started
+                del pending[name]
         time.sleep(0.1)
-    kill.recovered[milestone] = float("nan")
+    for name in pending:
+        kill.recovered[name] = float("nan")
+    kill.recovered = {name: kill.recovered[name] for name in milestones}
 
 
 def probe_upload(
@@ -629,13 +635,14 @@ class Drill:
         at = time.monotonic()
         kill_group(pid)
         kill = Kill("SIGKILL volume server 2 of 3", at - self.started)
-        wait_for(kill, "upload+download through the cluster", at, self.probe)
         volumes = lambda: list(self.cluster.roles()["seaweedfs"]["volume"])  # noqa: E731
-        wait_for(kill, "volume server restarted", at, replaced(volumes, pid))
         s3_port = int(os.environ.get("SEAWEEDFS_S3_PORT") or ds.DEFAULT_S3_PORT)
         master = devcluster.cluster_ports(s3_port)["master"]
-        three = lambda: devcluster.master_nodes(master) == 3  # noqa: E731
-        wait_for(kill, "master sees 3 volume servers", at, three)
+        wait_for(kill, at, {
+            "upload+download through the cluster": self.probe,
+            "volume server restarted": replaced(volumes, pid),
+            "master sees 3 volume servers": lambda: devcluster.master_nodes(master) == 3,
+        })  # fmt: skip
         return kill
 
     def api(self) -> Kill:
@@ -643,8 +650,10 @@ class Drill:
         at = time.monotonic()
         kill_group(entry["pid"])
         kill = Kill(f"SIGKILL API process on :{entry['port']}", at - self.started)
-        wait_for(kill, "upload via the other API", at, self.probe)
-        wait_for(kill, "killed API answering again", at, lambda: self.cluster.ready(entry["port"]))
+        wait_for(kill, at, {
+            "upload via the other API": self.probe,
+            "killed API answering again": lambda: self.cluster.ready(entry["port"]),
+        })  # fmt: skip
         return kill
 
     def worker(self) -> Kill:
@@ -658,9 +667,11 @@ class Drill:
         at = time.monotonic()
         kill_group(pid)
         kill = Kill("SIGKILL transform worker", at - self.started, f" mid-job ({variant_id})")
-        wait_for(kill, "that thumbnail ready", at, lambda: variant_ready(variant_id))
         workers = lambda: list(self.cluster.roles()["worker"])  # noqa: E731
-        wait_for(kill, "worker restarted", at, replaced(workers, pid))
+        wait_for(kill, at, {
+            "worker restarted": replaced(workers, pid),
+            "that thumbnail ready": lambda: variant_ready(variant_id),
+        })  # fmt: skip
         return kill
 
     def redis(self) -> Kill:
@@ -669,8 +680,10 @@ class Drill:
         self.redis_server.start()
         kill = Kill("restart Redis (stop, start empty)", at - self.started)
         ports = self.cluster.ports
-        wait_for(kill, "both APIs ready", at, lambda: all(self.cluster.ready(p) for p in ports))
-        wait_for(kill, "upload+download", at, self.probe)
+        wait_for(kill, at, {
+            "both APIs ready": lambda: all(self.cluster.ready(p) for p in ports),
+            "upload+download": self.probe,
+        })  # fmt: skip
         return kill
 
 
