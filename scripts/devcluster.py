@@ -134,8 +134,8 @@ class Cluster:
     def start(self, name: str, cmd: list[str | Path], *, logged: bool = False) -> ds.Child:
         log_path = CLUSTER_DIR / f"{name}.log" if logged else None
         if log_path is not None and log_path.exists():
-            # Appended across restarts, so a crash's last lines survive the restart.
-            log_path.rename(log_path.with_suffix(f".{int(time.time())}.log"))
+            # The previous run's log is kept, so a crash's last lines survive its restart.
+            log_path.rename(log_path.with_suffix(".previous.log"))
         child = ds.spawn(name, cmd, child_env=self.child_env, log_path=log_path)
         if name.startswith(("master", "volume", "filer")):
             child.stop_timeout = ds.SEAWEEDFS_STOP_TIMEOUT
