@@ -263,6 +263,7 @@ def time_sql(url: str, sql: str, params: tuple[Any, ...], repeat: int) -> list[f
 
 
 def main() -> int:
+    global ROWS, DEEP  # read throughout; one run lists one size (--rows)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=100, help="timed requests per query")
     parser.add_argument(
@@ -270,7 +271,6 @@ def main() -> int:
     )
     parser.add_argument("--rows", type=int, default=ROWS, help="files in the listed project")
     args = parser.parse_args()
-    global ROWS, DEEP  # read throughout; one run lists one size
     ROWS, DEEP = args.rows, args.rows // 2
     url = bench.bench_database_url()
     project_id = prepare_database(url)
