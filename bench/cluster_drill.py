@@ -557,6 +557,14 @@ def main() -> int:
         args.duration = min(args.duration, 30.0)
         args.clients = min(args.clients, 4)
 
+    # PostgreSQL as `make run` finds it (or the embedded one from a fresh clone); the drill's
+    # database is a new one on that server.
+    services = ds.Services()
+    try:
+        os.environ["DATABASE_URL"] = ds.ensure_postgres(services)
+    except ds.ServiceError as exc:
+        services.stop()
+        raise SystemExit(f"cluster_drill: {exc}") from exc
     url = drill_database_url()
     bench.create_database(url, drop_first=bench.database_exists(url))
     bench.migrate(url)
@@ -591,10 +599,31 @@ def main() -> int:
         elapsed = time.monotonic() - started
         bench.log("traffic stopped; checking every upload, thumbnail and delivery")
         checks = final_checks(clients, endpoints, receiver)
-        return 0 if report(stats, tally, kills, checks, elapsed) else 1
+        ok = report(stats, tally, kills, checks, elapsed)
+        # Ctrl-C (SIGINT) to `make cluster` must stop every process it started.
+        pids = cluster_pids(cluster.roles())
+        cluster.stop()
+        left = [pid for pid in pids if ds._pid_alive(pid)]
+        print(f"make cluster stopped by SIGINT: {len(pids) - len(left)} of {len(pids)} processes "
+              f"gone{f'; STILL RUNNING: {left}' if left else ''}")  # fmt: skip
+        return 0 if ok and not left else 1
     finally:
         cluster.stop()
         redis.stop()
+        services.stop()
+
+
+def cluster_pids(roles: dict[str, Any]) -> list[int]:
+    """Every pid in a cluster.json mapping."""
+    store = roles.get("seaweedfs", {})
+    return [
+        *(entry["pid"] for entry in roles.get("api", [])),
+        *roles.get("worker", []),
+        *roles.get("webhook_worker", []),
+        *([roles["beat"]] if "beat" in roles else []),
+        *([store["master"], store["filer"]] if store else []),
+        *store.get("volume", []),
+    ]
 
 
 def run_kills(
