@@ -41,6 +41,7 @@ REPLICATION = "001"  # one extra copy on another server of the same rack
 VOLUME_SIZE_LIMIT_MB = 1024
 GRPC_OFFSET = 10_000  # weed's own convention: each gRPC port is its HTTP port + 10000
 RESTART_DELAY = 1.0
+RESTART_LIMIT = 5  # restarts within a minute before giving up
 # Per machine here; the two API processes and two workers share the cores.
 DEFAULT_WEB_CONCURRENCY = 2
 DEFAULT_WORKER_CONCURRENCY = 1
@@ -176,13 +177,22 @@ class Cluster:
         os.replace(tmp, CLUSTER_FILE)
 
     def supervise(self) -> int:
-        """Start again whatever dies, as systemd would, until a signal interrupts us."""
+        """Start again whatever dies, as systemd would, until a signal interrupts us; give up
+        on a process that keeps dying (as systemd's StartLimitBurst does)."""
+        restarts: dict[str, list[float]] = {}
         while True:
             time.sleep(0.2)
             for node in list(self.nodes.values()):
                 code = node.child.proc.poll()
                 if code is None:
                     continue
+                recent = [t for t in restarts.get(node.name, []) if t > time.monotonic() - 60]
+                restarts[node.name] = [*recent, time.monotonic()]
+                if len(recent) >= RESTART_LIMIT:
+                    if node.child.log_path is not None:
+                        ds.print_tail(node.name, node.child.log_path)
+                    ds.log(f"{node.name} died {RESTART_LIMIT + 1} times in a minute; stopping")
+                    return 1
                 ds.log(f"{node.name} exited with code {code}; starting it again")
                 time.sleep(RESTART_DELAY)
                 self.restart(node)
