@@ -509,15 +509,11 @@ def gunicorn(url: str, *, bench_routes: bool = False) -> Iterator[Server]:
     }
     log_dir = Path(tempfile.mkdtemp(prefix="bench-gunicorn-"))
     log_path = log_dir / "gunicorn.log"
-    # Every setting but the address comes from deploy/gunicorn.conf.py, as for `make run`.
-    cmd = [
-        str(VENV_BIN / "gunicorn"),
-        "-c",
-        str(ROOT / "deploy" / "gunicorn.conf.py"),
-        "storage_service.wsgi:application",
-        "--bind",
-        f"127.0.0.1:{port}",
-    ]
+    # `make run`'s own command line: every setting but the address is in deploy/gunicorn.conf.py.
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from devservices import api_command
+
+    cmd = [str(part) for part in api_command(port)]
     with log_path.open("wb") as out:
         proc = subprocess.Popen(
             cmd,
