@@ -59,7 +59,8 @@ CLUSTER_SETTINGS = {
     "SERVICE_WEBHOOK_SWEEP_INTERVAL_SECONDS": "5",
     "SERVICE_RATE_LIMIT_READS_PER_MINUTE": str(10**9),
     "SERVICE_RATE_LIMIT_WRITES_PER_MINUTE": str(10**9),
-    "SERVICE_LOG_LEVEL": "WARNING",
+    # INFO (the default): a worker's "received" line is how the drill knows which worker is
+    # making the thumbnail it kills.
 }
 
 
@@ -373,25 +374,26 @@ def wait_for(kill: Kill, started: float, milestones: dict[str, Callable[[], bool
 
 def probe_upload(
     base: str, key: str, data: bytes, content_type: str = "application/octet-stream"
-) -> bool:
-    """One whole upload through ``base`` and the store: start, PUT, complete, read back."""
+) -> str | None:
+    """One whole upload through ``base`` and the store: start, PUT, complete, read back. The
+    file's id if every step worked, else None."""
     headers = {"Authorization": f"Bearer {key}", "Connection": "close"}
     body = {"filename": "probe", "contentType": content_type, "size": len(data)}
     started = requests.post(f"{base}/v1/files/upload", json=body, headers=headers, timeout=10)
     if started.status_code != 201:
-        return False
+        return None
     payload = started.json()
     put = requests.put(payload["upload"]["url"], data=data, headers=payload["upload"]["headers"],
                        timeout=10)  # fmt: skip
     if put.status_code != 200:
-        return False
-    file_id = payload["file"]["id"]
+        return None
+    file_id: str = payload["file"]["id"]
     done = requests.post(f"{base}/v1/files/{file_id}/complete", headers=headers, timeout=10)
     if done.status_code != 200:
-        return False
+        return None
     url = requests.post(f"{base}/v1/files/{file_id}/download-url", json={}, headers=headers,
                         timeout=10).json()["url"]  # fmt: skip
-    return requests.get(url, timeout=10).content == data
+    return file_id if requests.get(url, timeout=10).content == data else None
 
 
 def replaced(get_pids: Callable[[], list[int]], old: int) -> Callable[[], bool]:
@@ -412,43 +414,35 @@ def big_png() -> bytes:
 
 
 def busy_worker(cluster: Cluster, base: str, key: str) -> tuple[int, str] | None:
-    """(pid, variant id) of a transform worker running a thumbnail right now: a variant in
-    PROCESSING, and the worker whose processes are using CPU. A large image is uploaded first,
-    so that there is a long job to interrupt."""
+    """(pid, variant id) of a transform worker in the middle of a thumbnail: a large image is
+    uploaded (seconds of decoding), and once its variant is `processing`, the worker that
+    received its task (the cluster's log says which) is the one to kill."""
     from variants.models import Variant
 
-    probe_upload(base, key, big_png(), "image/png")
+    file_id = probe_upload(base, key, big_png(), "image/png")
+    if file_id is None:
+        return None
     deadline = time.monotonic() + 60.0
     while time.monotonic() < deadline:
-        processing = list(
-            Variant.objects.filter(status=Variant.Status.PROCESSING).values_list("id", flat=True)
-        )
-        if processing:
-            workers = cluster.roles().get("worker", [])
-            before = {pid: group_cpu(pid) for pid in workers}
-            time.sleep(0.3)
-            busiest = max(workers, key=lambda pid: group_cpu(pid) - before[pid])
-            still = Variant.objects.filter(id__in=processing, status=Variant.Status.PROCESSING)
-            variant = still.values_list("id", flat=True).first()
-            if variant is not None and group_cpu(busiest) > before[busiest]:
-                return busiest, variant
-        time.sleep(0.1)
+        variant = Variant.objects.filter(file_id=file_id).values_list("id", "status").first()
+        if variant is not None and variant[1] == Variant.Status.PROCESSING:
+            worker = worker_of(cluster, variant[0])
+            if worker is not None:
+                return worker, variant[0]
+        time.sleep(0.05)
     return None
 
 
-def group_cpu(group: int) -> float:
-    total = 0.0
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if int(fields[2]) == group:
-            total += int(fields[11]) + int(fields[12])
-    return total
+def worker_of(cluster: Cluster, variant_id: str) -> int | None:
+    """The pid of the worker whose log line says it received ``variant_id``'s task."""
+    text = cluster.log_path.read_text(errors="replace")
+    for line in reversed(text.splitlines()):
+        if variant_id in line and "process_variant" in line and "received" in line:
+            name = line.split(" | ", 1)[0].strip()  # "worker1" or "worker2", devcluster's names
+            if name.startswith("worker") and name[6:].isdigit():
+                workers: list[int] = cluster.roles()["worker"]
+                return workers[int(name[6:]) - 1]
+    return None
 
 
 # --- Checks and report ----------------------------------------------------------------------
@@ -657,7 +651,7 @@ class Drill:
         self.probe_data = os.urandom(4096)
 
     def probe(self) -> bool:
-        return probe_upload(self.base, self.key, self.probe_data)
+        return probe_upload(self.base, self.key, self.probe_data) is not None
 
     def volume(self) -> Kill:
         pid = self.cluster.roles()["seaweedfs"]["volume"][1]
@@ -692,15 +686,24 @@ class Drill:
             kill.detail = " (no thumbnail was being made within 60 s)"
             kill.recovered["never killed"] = float("nan")
             return kill
+        from variants.models import Variant
+
         pid, variant_id = found
         at = time.monotonic()
         kill_group(pid)
+        status = Variant.objects.get(id=variant_id).status
         kill = Kill("SIGKILL transform worker", at - self.started, f" mid-job ({variant_id})")
+        if status != Variant.Status.PROCESSING:  # it finished just before: not what is tested
+            kill.detail = f" ({variant_id} was already {status}: not mid-job)"
+            kill.recovered["killed mid-job"] = float("nan")
+            return kill
         workers = lambda: list(self.cluster.roles()["worker"])  # noqa: E731
         wait_for(kill, at, {
             "worker restarted": replaced(workers, pid),
             "that thumbnail ready": lambda: variant_ready(variant_id),
         })  # fmt: skip
+        attempts = Variant.objects.get(id=variant_id).attempts
+        kill.detail = f" mid-job ({variant_id}, made on attempt {attempts})"
         return kill
 
     def redis(self) -> Kill:

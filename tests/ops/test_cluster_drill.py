@@ -54,3 +54,4 @@ def test_short_drill_loses_nothing() -> None:
     assert "API 5xx responses: 0 " in result.stdout, output
     assert "SIGKILL volume server 2 of 3" in result.stdout, output
     assert "SIGKILL transform worker mid-job" in result.stdout, output
+    assert "made on attempt 2)" in result.stdout, output  # the killed job was run again
