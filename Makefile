@@ -15,7 +15,7 @@ RUNTIME_INSTALLED := $(RUNTIME_VENV)/.installed
 DEVSERVICES := $(BIN)/python scripts/devservices.py
 PYTEST_ARGS ?=
 
-.PHONY: help install run test pytest lint typecheck check-runtime fmt bench fuzz clean
+.PHONY: help install run cluster drill test pytest lint typecheck check-runtime fmt bench fuzz clean
 
 help: ## List the targets
 	@echo "Usage: make <target> [PYTEST_ARGS='...']"
@@ -47,6 +47,12 @@ install: $(INSTALLED) ## Create .venv and install the locked dependencies
 
 run: $(INSTALLED) ## Run the API, Celery worker and beat with their services (Ctrl-C stops all)
 	exec $(DEVSERVICES) run
+
+cluster: $(INSTALLED) ## Run a SeaweedFS cluster, two APIs, two workers, webhooks, beat (Ctrl-C)
+	exec $(BIN)/python scripts/devcluster.py
+
+drill: $(INSTALLED) ## Start `make cluster`, kill one of each node under traffic, check no loss
+	$(BIN)/python bench/cluster_drill.py
 
 test: lint typecheck check-runtime ## Lint, type-check, check the runtime install, run the suite
 	$(DEVSERVICES) exec -- $(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -501,6 +501,7 @@ def gunicorn(url: str, *, bench_routes: bool = False) -> Iterator[Server]:
     workers = web_workers()
     extra = {
         "SERVICE_BENCH_ROUTES": "true" if bench_routes else "false",
+        "WEB_CONCURRENCY": str(workers),  # read by deploy/gunicorn.conf.py
         # The limiter stays on (its Redis round trip is part of every request's cost), with
         # budgets no benchmark reaches.
         "SERVICE_RATE_LIMIT_READS_PER_MINUTE": str(10**9),
@@ -508,20 +509,11 @@ def gunicorn(url: str, *, bench_routes: bool = False) -> Iterator[Server]:
     }
     log_dir = Path(tempfile.mkdtemp(prefix="bench-gunicorn-"))
     log_path = log_dir / "gunicorn.log"
-    cmd = [
-        str(VENV_BIN / "gunicorn"),
-        "storage_service.wsgi:application",
-        "--bind",
-        f"127.0.0.1:{port}",
-        "--workers",
-        str(workers),
-        "--threads",
-        "1",
-        "--worker-class",
-        "sync",
-        "--graceful-timeout",
-        "8",
-    ]
+    # `make run`'s own command line: every setting but the address is in deploy/gunicorn.conf.py.
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from devservices import api_command
+
+    cmd = [str(part) for part in api_command(port)]
     with log_path.open("wb") as out:
         proc = subprocess.Popen(
             cmd,

@@ -2,6 +2,10 @@
 endpoints, each beside GET /bench/bare (a bare Django view in the same server).
 
     .venv/bin/python bench/api_throughput.py [--concurrency 16] [--duration 10] [--warmup 2]
+                                             [--servers 1]
+
+``--servers 2`` starts two gunicorn processes (as `make cluster` does, each with the workers
+`make run` gives one) and spreads the virtual clients over both, for docs/scaling.md.
 
 The server is gunicorn as `make run` starts it (same worker count and class), with
 SERVICE_BENCH_ROUTES=true. The load comes from one asyncio loop in this process holding one
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import sys
 import time
@@ -141,7 +146,7 @@ async def client(
 
 
 def run_load(
-    server: bench.Server,
+    servers: list[bench.Server],
     endpoint: Endpoint,
     auth: str,
     concurrency: int,
@@ -155,14 +160,14 @@ def run_load(
         measure_from = now + warmup
         stop_at = measure_from + duration
         clients = [
-            client(n, server.port, endpoint, auth, result, measure_from, stop_at)
+            client(n, servers[n % len(servers)].port, endpoint, auth, result, measure_from, stop_at)
             for n in range(concurrency)
         ]
         tasks = [asyncio.ensure_future(c) for c in clients]
         await asyncio.sleep(warmup)
-        client_cpu, cpu = time.process_time(), server.cpu()
+        client_cpu, cpu = time.process_time(), servers_cpu(servers)
         await asyncio.sleep(max(0.0, stop_at - time.perf_counter()))
-        used = server.cpu() - cpu
+        used = servers_cpu(servers) - cpu
         result.client_cpu = (time.process_time() - client_cpu) / duration
         result.cpu = bench.CpuTimes(
             used.gunicorn / duration, used.postgres / duration, used.machine / duration
@@ -171,6 +176,13 @@ def run_load(
 
     asyncio.run(load())
     return result
+
+
+def servers_cpu(servers: list[bench.Server]) -> bench.CpuTimes:
+    """CPU so far: every server's gunicorn summed; PostgreSQL and the machine once."""
+    times = [server.cpu() for server in servers]
+    gunicorn = sum(t.gunicorn for t in times)
+    return bench.CpuTimes(gunicorn, times[-1].postgres, times[-1].machine)
 
 
 # --- Setup ----------------------------------------------------------------------------------
@@ -209,6 +221,7 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--duration", type=float, default=10.0, help="measured seconds")
     parser.add_argument("--warmup", type=float, default=2.0, help="unmeasured seconds first")
+    parser.add_argument("--servers", type=int, default=1, help="gunicorn processes (ports)")
     args = parser.parse_args()
 
     url = bench.bench_database_url()
@@ -232,15 +245,19 @@ def main() -> int:
             Endpoint("GET /bench/bare (again)", "GET", "/bench/bare", 200),
         ]
         results = []
-        with bench.gunicorn(url, bench_routes=True) as server:
+        with contextlib.ExitStack() as stack:
+            servers = [
+                stack.enter_context(bench.gunicorn(url, bench_routes=True))
+                for _ in range(args.servers)
+            ]
             for endpoint in endpoints:
                 bench.log(f"{endpoint.label}: {args.warmup:g} s warm-up, {args.duration:g} s")
                 results.append(
                     run_load(
-                        server, endpoint, raw_key, args.concurrency, args.warmup, args.duration
+                        servers, endpoint, raw_key, args.concurrency, args.warmup, args.duration
                     )
                 )
-            server_line = server.describe()
+            server_line = f"{len(servers)} x " + servers[0].describe()
     finally:
         bench.delete_project(url, project.id)
 

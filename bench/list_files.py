@@ -1,7 +1,10 @@
 """GET /v1/files latency over one project of 1,000,000 files: first page, a page 500,000 rows
 deep, search, path, contentType, the trash and every sort, beside a naive OFFSET query.
 
-    .venv/bin/python bench/list_files.py [--repeat 100] [--walk]
+    .venv/bin/python bench/list_files.py [--repeat 100] [--walk] [--rows 1000000]
+
+``--rows`` seeds (and lists) that many files instead, with the deep page at half of them; the
+figures at 1M and 3M in docs/scaling.md come from it.
 
 The first run seeds the bench database (about a minute); later runs find the seeded project by
 its row count and reuse it. Requests are sequential, from one requests.Session, against
@@ -260,12 +263,15 @@ def time_sql(url: str, sql: str, params: tuple[Any, ...], repeat: int) -> list[f
 
 
 def main() -> int:
+    global ROWS, DEEP  # read throughout; one run lists one size (--rows)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=100, help="timed requests per query")
     parser.add_argument(
         "--walk", action="store_true", help="reach the deep page by following 5,000 cursors"
     )
+    parser.add_argument("--rows", type=int, default=ROWS, help="files in the listed project")
     args = parser.parse_args()
+    ROWS, DEEP = args.rows, args.rows // 2
     url = bench.bench_database_url()
     project_id = prepare_database(url)
 

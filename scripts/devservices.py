@@ -565,7 +565,7 @@ def seaweedfs_ports(s3_port: int) -> dict[str, int]:
     }
 
 
-def _weed_binary() -> Path:
+def weed_binary() -> Path:
     candidate = VENV_BIN / "weed"
     if candidate.is_file():
         return candidate
@@ -577,7 +577,7 @@ def _weed_binary() -> Path:
     )
 
 
-def _s3_probe(client: S3Client) -> str | None:
+def s3_probe(client: S3Client) -> str | None:
     """None if list_buckets works with these credentials; "down" if nothing listens; else
     a description of what answered instead."""
     try:
@@ -602,20 +602,9 @@ def start_seaweedfs(services: Services, s3_port: int, endpoint: str) -> None:
             f"cannot start SeaweedFS: port(s) in use ({', '.join(taken)}). "
             "Choose another SEAWEEDFS_S3_PORT: SeaweedFS needs that port up to +8, and +10008."
         )
-    identities = {
-        "identities": [
-            {
-                "name": "dev",
-                "credentials": [{"accessKey": DEV_ACCESS_KEY, "secretKey": DEV_SECRET_KEY}],
-                "actions": ["Admin", "Read", "Write", "List", "Tagging"],
-            }
-        ]
-    }
-    s3_config = data_dir / "s3.json"
-    s3_config.write_text(json.dumps(identities, indent=2) + "\n")
-    s3_config.chmod(0o600)
+    s3_config = write_s3_identities(data_dir)
     cmd: list[str | Path] = [
-        _weed_binary(),
+        weed_binary(),
         # glog otherwise writes weed.* files into /tmp; stderr goes to our log file instead.
         "-logtostderr=true",
         "mini",
@@ -641,17 +630,41 @@ def start_seaweedfs(services: Services, s3_port: int, endpoint: str) -> None:
     # appended with plain writes, so a SIGKILL at that point loses nothing.
     child.stop_timeout = SEAWEEDFS_STOP_TIMEOUT
     services.processes.append(child)
+    wait_for_s3(child, endpoint)
+
+
+def write_s3_identities(data_dir: Path) -> Path:
+    """The S3 gateway's identities file: the dev credentials, allowed everything."""
+    identities = {
+        "identities": [
+            {
+                "name": "dev",
+                "credentials": [{"accessKey": DEV_ACCESS_KEY, "secretKey": DEV_SECRET_KEY}],
+                "actions": ["Admin", "Read", "Write", "List", "Tagging"],
+            }
+        ]
+    }
+    s3_config = data_dir / "s3.json"
+    s3_config.write_text(json.dumps(identities, indent=2) + "\n")
+    s3_config.chmod(0o600)
+    return s3_config
+
+
+def wait_for_s3(child: Child, endpoint: str) -> None:
+    """Until the S3 gateway ``child`` serves answers list_buckets with the dev credentials."""
     client = s3_client(endpoint, DEV_ACCESS_KEY, DEV_SECRET_KEY, DEFAULT_REGION, quick=True)
     deadline = time.monotonic() + SEAWEEDFS_START_TIMEOUT
     while True:
         if child.proc.poll() is not None:
-            print_tail("s3", log_path)
+            if child.log_path is not None:
+                print_tail(child.name, child.log_path)
             raise ServiceError(f"SeaweedFS exited with code {child.proc.returncode}")
-        problem = _s3_probe(client)
+        problem = s3_probe(client)
         if problem is None:
             return
         if time.monotonic() > deadline:
-            print_tail("s3", log_path)
+            if child.log_path is not None:
+                print_tail(child.name, child.log_path)
             raise ServiceError(
                 f"SeaweedFS did not answer within {SEAWEEDFS_START_TIMEOUT:.0f} s ({problem})"
             )
@@ -705,7 +718,7 @@ def ensure_object_store(services: Services) -> dict[str, str]:
         endpoint = f"http://127.0.0.1:{s3_port}"
         access_key, secret_key = DEV_ACCESS_KEY, DEV_SECRET_KEY
         probe = s3_client(endpoint, access_key, secret_key, DEFAULT_REGION, quick=True)
-        problem = _s3_probe(probe)
+        problem = s3_probe(probe)
         if problem is None:
             log(f"reusing the object store already answering at {endpoint}")
         elif problem == "down" and port_is_free(s3_port):
@@ -867,6 +880,42 @@ def supervise(services: Services) -> int:
         time.sleep(0.2)
 
 
+GUNICORN_CONF = ROOT / "deploy" / "gunicorn.conf.py"
+
+
+def api_command(port: int, host: str = "127.0.0.1") -> list[str | Path]:
+    """The API server, as `make run`, `make cluster`, the benches and deploy/ start it: every
+    setting but the address is in deploy/gunicorn.conf.py (workers from WEB_CONCURRENCY)."""
+    # fmt: off
+    return [
+        VENV_BIN / "gunicorn", "-c", GUNICORN_CONF, "storage_service.wsgi:application",
+        "--bind", f"{host}:{port}",
+    ]
+    # fmt: on
+
+
+def transform_worker_command(concurrency: int, node: str = "celery@%h") -> list[str | Path]:
+    """The worker of the sweeps (Celery's default queue) and the transforms' own queue."""
+    transforms = env("SERVICE_TRANSFORM_QUEUE") or "transforms"
+    # fmt: off
+    return [
+        VENV_BIN / "celery", "-A", "storage_service", "worker", "-n", node,
+        "--loglevel", "INFO", "--concurrency", str(concurrency),
+        "-Q", f"celery,{transforms}",
+    ]
+    # fmt: on
+
+
+def beat_command(schedule: Path = VAR / "celerybeat-schedule") -> list[str | Path]:
+    """The scheduler. Exactly one may run per deployment, or every periodic task runs twice."""
+    # fmt: off
+    return [
+        VENV_BIN / "celery", "-A", "storage_service", "beat",
+        "--loglevel", "INFO", "--schedule", schedule,
+    ]
+    # fmt: on
+
+
 def webhook_worker_command(node: str = "webhooks@%h") -> list[str | Path]:
     """The worker of the webhook queue, as `make run` starts it (the benchmark reuses it).
 
@@ -886,16 +935,16 @@ def webhook_worker_command(node: str = "webhooks@%h") -> list[str | Path]:
     # fmt: on
 
 
-def cmd_run(args: argparse.Namespace, services: Services) -> int:
-    port = _positive_int_env("PORT", 8000)
-    workers = _positive_int_env("WEB_CONCURRENCY", max(2, 2 * cpu_count()))
-    concurrency = _positive_int_env("CELERY_CONCURRENCY", cpu_count())
-    resolved = ensure_services(services)
-    write_env_file(resolved)
+def app_environment(resolved: dict[str, str]) -> dict[str, str]:
+    """The environment of the service's own processes (gunicorn, celery)."""
     child_env = child_environment(resolved)
     # Children write through a pipe to our prefixer; unbuffered so lines arrive as they happen.
     child_env["PYTHONUNBUFFERED"] = "1"
+    return child_env
 
+
+def run_migrations(services: Services, child_env: dict[str, str]) -> int:
+    """`manage.py migrate`, before any process that serves; its exit code (0 on success)."""
     migrate = spawn(
         "migrate",
         [sys.executable, "manage.py", "migrate", "--noinput"],
@@ -909,35 +958,28 @@ def cmd_run(args: argparse.Namespace, services: Services) -> int:
     if code != 0:
         log(f"manage.py migrate failed with code {code}")
         return code if code > 0 else 1
+    return 0
+
+
+def cmd_run(args: argparse.Namespace, services: Services) -> int:
+    port = _positive_int_env("PORT", 8000)
+    # Checked here for a clear message; deploy/gunicorn.conf.py reads it.
+    _positive_int_env("WEB_CONCURRENCY", 1)
+    concurrency = _positive_int_env("CELERY_CONCURRENCY", cpu_count())
+    resolved = ensure_services(services)
+    write_env_file(resolved)
+    child_env = app_environment(resolved)
+    code = run_migrations(services, child_env)
+    if code != 0:
+        return code
 
     banner(resolved, f"http://127.0.0.1:{port}/")
-    # fmt: off
     commands: list[tuple[str, list[str | Path]]] = [
-        ("api", [
-            VENV_BIN / "gunicorn", "storage_service.wsgi:application",
-            "--bind", f"127.0.0.1:{port}",
-            "--workers", str(workers), "--threads", "1", "--worker-class", "sync",
-            # No access log: the service writes its own JSON line per request
-            # (storage_service/logs.py), with the request id, project and key prefix.
-            # Below our 10 s SIGKILL deadline, so in-flight requests can finish on Ctrl-C.
-            "--graceful-timeout", "8",
-            # Its default control socket is one path per user (~/.gunicorn/gunicorn.ctl),
-            # which two checkouts running at once would fight over.
-            "--no-control-socket",
-        ]),
-        ("worker", [
-            VENV_BIN / "celery", "-A", "storage_service", "worker",
-            "--loglevel", "INFO", "--concurrency", str(concurrency),
-            # The sweeps (Celery's default queue) first, then the transforms' own queue.
-            "-Q", f"celery,{env('SERVICE_TRANSFORM_QUEUE') or 'transforms'}",
-        ]),
+        ("api", api_command(port)),
+        ("worker", transform_worker_command(concurrency)),
         ("webhooks", webhook_worker_command()),
-        ("beat", [
-            VENV_BIN / "celery", "-A", "storage_service", "beat",
-            "--loglevel", "INFO", "--schedule", VAR / "celerybeat-schedule",
-        ]),
+        ("beat", beat_command()),
     ]
-    # fmt: on
     for name, cmd in commands:
         services.apps.append(spawn(name, cmd, child_env=child_env))
     return supervise(services)

@@ -1,4 +1,5 @@
-"""Real server processes for tests: an API server (gunicorn, as `make run` starts it)."""
+"""Real server processes for tests: an API server (gunicorn, as `make run` starts it, with
+deploy/gunicorn.conf.py)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ import requests
 from tests.subprocesses import database_url
 
 ROOT = Path(__file__).resolve().parents[1]
+# The settings every gunicorn start shares (`make run`, `make cluster`, the benches, deploy/).
+GUNICORN_CONF = ROOT / "deploy" / "gunicorn.conf.py"
 
 
 def free_port() -> int:
@@ -38,6 +41,8 @@ def serve_api(workers: int = 1, **env_overrides: str) -> Iterator[str]:
             sys.executable,
             "-m",
             "gunicorn",
+            "-c",
+            str(GUNICORN_CONF),
             "storage_service.wsgi",
             "--bind",
             f"127.0.0.1:{port}",

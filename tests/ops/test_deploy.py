@@ -1,0 +1,141 @@
+"""deploy/: the gunicorn settings every server shares, and the untested Procfile and systemd
+units kept equal, token by token, to the command lines `make cluster` runs (and the drill
+kills)."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+import requests
+
+from tests.servers import ROOT, serve_api
+
+sys.path.insert(0, str(ROOT / "scripts"))
+import devcluster
+import devservices
+
+DEPLOY = ROOT / "deploy"
+SYSTEMD = DEPLOY / "systemd"
+# Values that differ by design between a laptop and production: addresses, ports, paths,
+# counts, node names. Only the value is masked; the flag itself must be there on both sides.
+VARIABLE_OPTIONS = {"--bind", "--concurrency", "--schedule", "-n"}
+VARIABLE_WEED_FLAGS = {
+    "-ip", "-ip.bind", "-port", "-port.grpc", "-mdir", "-dir", "-master", "-defaultStoreDir",
+    "-s3.port", "-s3.port.grpc", "-s3.config", "-volumeSizeLimitMB",
+}  # fmt: skip
+
+
+def normalize(argv: list[str]) -> list[str]:
+    """The program's name, not its path; files inside the checkout relative to it; masked
+    values for VARIABLE_OPTIONS and VARIABLE_WEED_FLAGS."""
+    out = [Path(argv[0]).name]
+    masked_next = False
+    for token in argv[1:]:
+        if masked_next:
+            out.append("<value>")
+            masked_next = False
+            continue
+        flag, equals, _ = token.partition("=")
+        if equals and flag in VARIABLE_WEED_FLAGS:
+            out.append(f"{flag}=<value>")
+            continue
+        for prefix in (str(ROOT) + "/", "/opt/storage/"):
+            token = token.removeprefix(prefix)
+        out.append(token)
+        masked_next = token in VARIABLE_OPTIONS
+    return out
+
+
+def cluster_commands() -> dict[str, list[str]]:
+    """`make cluster`'s processes by name, as strings (no process is started)."""
+    s3_config = devcluster.CLUSTER_DIR / "s3.json"
+    commands = devcluster.seaweedfs_commands(8333, s3_config) + devcluster.app_commands(8000, 2)
+    return {name: [str(part) for part in cmd] for name, cmd in commands}
+
+
+def exec_start(unit: str) -> list[str]:
+    lines = (SYSTEMD / unit).read_text().splitlines()
+    [command] = [line.removeprefix("ExecStart=") for line in lines if line.startswith("ExecStart=")]
+    # systemd's %% is a literal %, as celery's %h wants.
+    return shlex.split(command.replace("%%", "%"))
+
+
+def procfile() -> dict[str, list[str]]:
+    entries = {}
+    for line in (ROOT / "Procfile").read_text().splitlines():
+        if line and not line.startswith("#"):
+            name, _, command = line.partition(":")
+            entries[name] = shlex.split(command)
+    return entries
+
+
+def test_untested_files_say_so_in_their_first_line() -> None:
+    files = [ROOT / "Procfile", *sorted(SYSTEMD.iterdir())]
+    assert len(files) > 8
+    for path in files:
+        assert path.read_text().splitlines()[0].startswith("# UNTESTED"), path
+
+
+def test_procfile_runs_what_make_cluster_runs() -> None:
+    cluster = cluster_commands()
+    entries = procfile()
+    assert sorted(entries) == ["api", "beat", "webhook_worker", "worker"]
+    assert normalize(entries["api"]) == normalize(cluster["api1"]) == normalize(cluster["api2"])
+    assert normalize(entries["worker"]) == normalize(cluster["worker1"])
+    assert normalize(entries["webhook_worker"]) == normalize(cluster["webhook_worker"])
+    assert normalize(entries["beat"]) == normalize(cluster["beat"])
+
+
+def test_systemd_units_run_what_make_cluster_runs() -> None:
+    cluster = cluster_commands()
+    pairs = {
+        "storage-api@.service": "api1",
+        "storage-worker@.service": "worker1",
+        "storage-webhook-worker.service": "webhook_worker",
+        "storage-beat.service": "beat",
+        "seaweedfs-master.service": "master",
+        "seaweedfs-volume@.service": "volume1",
+        "seaweedfs-filer.service": "filer",
+    }
+    for unit, name in pairs.items():
+        assert normalize(exec_start(unit)) == normalize(cluster[name]), unit
+    # Every unit the target pulls in exists, and the target runs what `make cluster` runs.
+    target = (SYSTEMD / "storage.target").read_text()
+    wanted = [
+        w for line in target.splitlines() if line.startswith("Wants=") for w in line[6:].split()
+    ]
+    ours = [w for w in wanted if not w.startswith(("postgresql", "redis"))]
+    for unit in ours:
+        template = unit.split("@")[0] + "@.service" if "@" in unit else unit
+        assert (SYSTEMD / template).exists(), unit
+    roles = [unit.split("@")[0].removesuffix(".service") for unit in ours]
+    made = [name.rstrip("0123456789") for name in cluster]
+    renamed = {"webhook_worker": "storage-webhook-worker", "api": "storage-api",
+               "worker": "storage-worker", "beat": "storage-beat", "master": "seaweedfs-master",
+               "volume": "seaweedfs-volume", "filer": "seaweedfs-filer"}  # fmt: skip
+    assert sorted(roles) == sorted(renamed[name] for name in made)
+
+
+def test_every_gunicorn_start_uses_deploy_gunicorn_conf() -> None:
+    conf = str(devservices.GUNICORN_CONF)
+    assert devservices.GUNICORN_CONF == DEPLOY / "gunicorn.conf.py"
+    assert devservices.api_command(8000)[1:3] == ["-c", devservices.GUNICORN_CONF]
+    assert ["-c", conf] == [str(p) for p in cluster_commands()["api1"][1:3]]
+    bench_common = (ROOT / "bench" / "_common.py").read_text()
+    assert "from devservices import api_command" in bench_common
+    assert not (ROOT / "gunicorn.conf.py").exists()  # nothing reads a second copy by default
+
+
+def test_the_suites_servers_use_deploy_gunicorn_conf() -> None:
+    """A list query of ~24 KiB, which the API documents as valid, reaches the application
+    (401 JSON without a key), not gunicorn's HTML 414: deploy/gunicorn.conf.py's
+    limit_request_line applies to tests/servers.py's server too."""
+    folder = "/".join(["é" * 100] * 10)  # 1,009 characters, 6 bytes each once encoded
+    params = {"path": folder, "search": "é" * 255, "cursor": "x" * 2000}
+    with serve_api() as base:
+        response = requests.get(f"{base}/v1/files", params=params, timeout=10)
+    assert len(response.request.url or "") > 8_000  # twice gunicorn's default limit
+    assert response.status_code == 401
+    assert response.json()["error"]["code"] == "UNAUTHENTICATED"
