@@ -8,3 +8,13 @@ to a request the API documents as valid. 0 lifts gunicorn's own limit to its 1 M
 """
 
 limit_request_line = 0
+
+# --- Workers (issue 14) ---------------------------------------------------------------------
+# Here rather than on devservices' command line, so `make run`, the suite's servers and the
+# benchmark's reference servers all run the same worker settings. WEB_CONCURRENCY overrides
+# the count (gunicorn's own convention).
+import os as _os
+
+workers = int(_os.environ.get("WEB_CONCURRENCY") or max(2, 2 * len(_os.sched_getaffinity(0))))
+worker_class = "sync"
+threads = 1

@@ -888,7 +888,6 @@ def webhook_worker_command(node: str = "webhooks@%h") -> list[str | Path]:
 
 def cmd_run(args: argparse.Namespace, services: Services) -> int:
     port = _positive_int_env("PORT", 8000)
-    workers = _positive_int_env("WEB_CONCURRENCY", max(2, 2 * cpu_count()))
     concurrency = _positive_int_env("CELERY_CONCURRENCY", cpu_count())
     resolved = ensure_services(services)
     write_env_file(resolved)
@@ -916,7 +915,7 @@ def cmd_run(args: argparse.Namespace, services: Services) -> int:
         ("api", [
             VENV_BIN / "gunicorn", "storage_service.wsgi:application",
             "--bind", f"127.0.0.1:{port}",
-            "--workers", str(workers), "--threads", "1", "--worker-class", "sync",
+            # Workers, their class and threads: ./gunicorn.conf.py (the benchmark's too).
             # No access log: the service writes its own JSON line per request
             # (storage_service/logs.py), with the request id, project and key prefix.
             # Below our 10 s SIGKILL deadline, so in-flight requests can finish on Ctrl-C.
