@@ -8,3 +8,5 @@ class StorageServiceConfig(AppConfig):
     def ready(self) -> None:
         # Registers the bearer-key security scheme with drf-spectacular.
         from storage_service import openapi  # noqa: F401
+        # The checks of the admin's middleware, which API requests skip.
+        from storage_service import checks  # noqa: F401
