@@ -58,7 +58,8 @@ COMPLETE_LUA = """
 local ids, threads, tid, at = {}, 0, 0, 0
 for line in io.lines("%(ids)s") do ids[#ids + 1] = line end
 function setup(thread) thread:set("tid", threads); threads = threads + 1 end
-function init(args) at = tid end
+-- wrk's argument: how many ids earlier runs used (each file completes only once).
+function init(args) at = tonumber(args[1] or "0") + tid end
 function request()
   local id = ids[at + 1] or "file_exhausted"
   at = at + %(threads)d
@@ -125,7 +126,9 @@ def parse_wrk(output: str) -> Measure:
     return measure
 
 
-def run_wrk(url: str, key: str, load: Load, seconds: float, script: Path | None) -> Measure:
+def run_wrk(
+    url: str, key: str, load: Load, seconds: float, script: Path | None, script_arg: int = 0
+) -> Measure:
     cmd = [
         "wrk",
         f"-t{THREADS}",
@@ -142,6 +145,8 @@ def run_wrk(url: str, key: str, load: Load, seconds: float, script: Path | None)
     if script is not None:
         cmd += ["-s", str(script)]
     cmd.append(url + load.path)
+    if script is not None:
+        cmd += ["--", str(script_arg)]
     done = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=seconds + 60)
     if done.returncode != 0:
         raise SystemExit(f"wrk failed ({done.returncode}):\n{done.stdout}{done.stderr}")
@@ -258,7 +263,7 @@ def main() -> int:
         upload_lua = workdir / "upload.lua"
         upload_lua.write_text(UPLOAD_LUA)
         complete_lua = workdir / "complete.lua"
-        complete_lua.write_text(COMPLETE_LUA % {"ids": ids, "threads": CONNECTIONS})
+        complete_lua.write_text(COMPLETE_LUA % {"ids": ids, "threads": THREADS})
         loads = [
             Load(BARE, "ref", "/bare"),
             Load(LEAN, "ref", f"/lean/files/{file_id}"),
@@ -277,15 +282,25 @@ def main() -> int:
             ) as ref,
         ):
             servers = {"api": api, "ref": ref}
+            used_ids = 0  # pending files completed so far (only the complete script reads it)
             for number in range(1, args.rounds + 1):
                 this = Round()
                 for load in loads:
                     server = servers[load.server]
                     script = Path(load.script) if load.script else None
                     bench.log(f"round {number}: {load.label}")
-                    run_wrk(server.base_url, raw_key, load, args.warmup, script)
+                    warm = run_wrk(server.base_url, raw_key, load, args.warmup, script, used_ids)
                     before = server.cpu()
-                    measure = run_wrk(server.base_url, raw_key, load, args.duration, script)
+                    measure = run_wrk(
+                        server.base_url,
+                        raw_key,
+                        load,
+                        args.duration,
+                        script,
+                        used_ids + (warm.requests + CONNECTIONS if load.label == COMPLETE else 0),
+                    )
+                    if load.label == COMPLETE:
+                        used_ids += warm.requests + measure.requests + 2 * CONNECTIONS
                     used = server.cpu() - before
                     # wrk's own CPU is not counted here: 'other' includes it.
                     measure.other_cores = (
