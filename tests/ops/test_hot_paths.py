@@ -94,6 +94,17 @@ def test_the_admin_keeps_sessions_and_its_csrf_check() -> None:
     assert browser.get("/static/admin/css/base.css").status_code == 200  # whitenoise
 
 
+def test_csrf_middleware_guards_every_path_but_the_apis() -> None:
+    """Outside /v1/ the CSRF middleware's own check still runs (the catch-all 404 view is not
+    exempt); under /v1/ an unknown route answers the contract's 404, not a CSRF 403."""
+    browser = Client(enforce_csrf_checks=True)
+    refused = browser.post("/nothing-here")
+    assert refused.status_code == 403
+    assert refused.json()["error"] == {"code": "FORBIDDEN", "message": "CSRF verification failed."}
+    missing = browser.post("/v1/nothing-here")
+    assert missing.status_code == 404 and error_code(missing) == "NOT_FOUND"
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_connection_postgresql_closed_is_not_reused() -> None:
     connection.ensure_connection()
