@@ -7,14 +7,14 @@ past gunicorn's default request-line limit of 4,094 bytes, where it would answer
 to a request the API documents as valid. 0 lifts gunicorn's own limit to its 1 MiB ceiling.
 """
 
+import os
+
 limit_request_line = 0
 
 # --- Workers (issue 14) ---------------------------------------------------------------------
 # Here rather than on devservices' command line, so `make run`, the suite's servers and the
 # benchmark's reference servers all run the same worker settings. WEB_CONCURRENCY overrides
 # the count (gunicorn's own convention).
-import os as _os
-
-workers = int(_os.environ.get("WEB_CONCURRENCY") or max(2, 2 * len(_os.sched_getaffinity(0))))
+workers = int(os.environ.get("WEB_CONCURRENCY") or max(2, 2 * len(os.sched_getaffinity(0))))
 worker_class = "sync"
 threads = 1

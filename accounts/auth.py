@@ -30,7 +30,8 @@ def authenticated(request: Request, api_key: ApiKey | None) -> None:
     same query as its resource): the key, or the 401 for an unknown or revoked one."""
     if api_key is None:
         raise Unauthenticated(UNKNOWN_KEY)
-    request.user = api_key
+    # request.user is the key itself, as ApiKeyAuthentication returns it.
+    request.user = api_key  # type: ignore[assignment]
     request.auth = api_key
 
 

@@ -402,7 +402,7 @@ def cpu_count() -> int:
 def _gunicorn_conf() -> dict[str, object]:
     """./gunicorn.conf.py's settings, as gunicorn reads them (it executes the file)."""
     namespace: dict[str, object] = {"__file__": str(ROOT / "gunicorn.conf.py")}
-    exec((ROOT / "gunicorn.conf.py").read_text(), namespace)  # noqa: S102 - our own config
+    exec((ROOT / "gunicorn.conf.py").read_text(), namespace)  # our own config file
     return namespace
 
 

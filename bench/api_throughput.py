@@ -322,10 +322,7 @@ def main() -> int:
 
 
 def spread(values: list[float], fmt: str) -> str:
-    return (
-        f"{statistics.median(values):{fmt}} "
-        f"({min(values):{fmt}}–{max(values):{fmt}})"
-    )
+    return f"{statistics.median(values):{fmt}} ({min(values):{fmt}}-{max(values):{fmt}})"
 
 
 def report(
@@ -339,7 +336,7 @@ def report(
     print()
     print(
         f"wrk -t{THREADS} -c{CONNECTIONS}, {args.duration:g} s per endpoint after "
-        f"{args.warmup:g} s of warm-up, {len(rounds)} rounds; median (min–max) over rounds"
+        f"{args.warmup:g} s of warm-up, {len(rounds)} rounds; median (min-max) over rounds"
     )
     print(f"API:        {api_line}")
     print(f"references: {ref_line}")

@@ -39,8 +39,7 @@ class FileListOptions:
 # The visible files of a project: the scope of every single-file read (file_get and the
 # key-joined read below); %s is the file id, then the project id.
 _VISIBLE_FILE = (
-    "files_file.id = %s AND files_file.project_id = {project}"
-    " AND files_file.status <> 'deleted'"
+    "files_file.id = %s AND files_file.project_id = {project} AND files_file.status <> 'deleted'"
 )
 
 

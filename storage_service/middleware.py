@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import secrets
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.core.handlers.exception import convert_exception_to_response
@@ -56,7 +56,9 @@ class AdminStackMiddleware:
             if hasattr(instance, "process_view"):
                 view_hooks.insert(0, instance.process_view)
             # As Django's handler wraps each middleware: an exception becomes its response.
-            handler = convert_exception_to_response(instance)
+            handler = cast(
+                Callable[[HttpRequest], HttpResponse], convert_exception_to_response(instance)
+            )
         self.admin_chain = handler
         self.view_hooks = view_hooks
 

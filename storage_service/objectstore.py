@@ -463,7 +463,9 @@ def put_url(
         f"content-length:{size}\ncontent-type:{canonical_type}\nhost:{_host_header(base)}\n"
         f"if-none-match:*\n\n{signed_headers}\nUNSIGNED-PAYLOAD"
     )
-    to_sign = f"AWS4-HMAC-SHA256\n{amz_date}\n{scope}\n{hashlib.sha256(request.encode()).hexdigest()}"
+    to_sign = (
+        f"AWS4-HMAC-SHA256\n{amz_date}\n{scope}\n{hashlib.sha256(request.encode()).hexdigest()}"
+    )
     key_bytes = _signing_key(str(settings.AWS_SECRET_ACCESS_KEY), amz_date[:8], region)
     signature = hmac.digest(key_bytes, to_sign.encode(), "sha256").hex()
     return f"{base}?{auth_query}&X-Amz-Signature={signature}"

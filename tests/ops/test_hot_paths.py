@@ -55,9 +55,7 @@ def test_bad_keys_answer_the_same_on_the_single_file_read_as_elsewhere(
         assert refused.json()["error"] == {"code": "UNAUTHENTICATED", "message": message}, path
 
 
-def test_another_projects_file_is_404_on_the_key_joined_read(
-    owner: Actor, sibling: Actor
-) -> None:
+def test_another_projects_file_is_404_on_the_key_joined_read(owner: Actor, sibling: Actor) -> None:
     file_id = start_upload(owner)["file"]["id"]
     for path in (f"/v1/files/{file_id}", "/v1/files/file_00000000000000000000000000"):
         missing = sibling.get(path)
@@ -118,8 +116,8 @@ def test_a_connection_postgresql_closed_is_not_reused() -> None:
         assert time.monotonic() < deadline, "the closed connection still looks usable"
         time.sleep(0.05)
     # As at the start of a request: the health check closes it, the next query reconnects.
-    assert connection.health_check_enabled
-    connection.health_check_done = False
+    assert connection.health_check_enabled  # type: ignore[attr-defined]
+    connection.health_check_done = False  # type: ignore[attr-defined]
     connection.close_if_health_check_failed()
     assert connection.connection is None
     with connection.cursor() as cursor:

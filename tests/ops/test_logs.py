@@ -97,9 +97,7 @@ def test_task_logs_carry_the_task_and_the_ids_it_works_on(caplog: Any) -> None:
     assert line["taskArgs"] == ["file_x"]
 
 
-def test_the_single_file_read_logs_its_line(
-    owner: Actor, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_the_single_file_read_logs_its_line(owner: Actor, caplog: pytest.LogCaptureFixture) -> None:
     """GET /v1/files/<id> authenticates in its own query (issue 14): its line still names the
     project and the key, for a found file and for a 401."""
     caplog.set_level(logging.INFO, logger="storage_service.requests")
