@@ -31,7 +31,9 @@ PROJECT_PREFIX = "bench-api-throughput-"
 SEED_FILES = 1_000
 LIST_PATH = "bench/list"  # a folder of LIST_FILES files: every list answers a full page of 20
 LIST_FILES = 100
-COMPLETE_FILES = 20_000  # pending files for POST .../complete, each completes once
+# Pending files for POST .../complete (each completes once): a block per wrk run, two runs
+# (warm-up, measured) per round.
+COMPLETE_BLOCK = 10_000
 THREADS = 2
 CONNECTIONS = 16
 BARE = "bare Django view (own process)"
@@ -58,7 +60,7 @@ COMPLETE_LUA = """
 local ids, threads, tid, at = {}, 0, 0, 0
 for line in io.lines("%(ids)s") do ids[#ids + 1] = line end
 function setup(thread) thread:set("tid", threads); threads = threads + 1 end
--- wrk's argument: how many ids earlier runs used (each file completes only once).
+-- wrk's argument: the first id of this run's block (each file completes only once).
 function init(args) at = tonumber(args[1] or "0") + tid end
 function request()
   local id = ids[at + 1] or "file_exhausted"
@@ -184,8 +186,8 @@ def fresh_project(url: str) -> Any:
     return project
 
 
-def seed_pending(url: str, project_id: str) -> list[str]:
-    """COMPLETE_FILES pending files whose bytes are in the store: all of them point at one
+def seed_pending(url: str, project_id: str, rows: int) -> list[str]:
+    """``rows`` pending files whose bytes are in the store: all of them point at one
     stored object (1,024 bytes, application/octet-stream, PUT here), so each complete does the
     whole of its work (lock, HEAD, read the first bytes, publish, event) without a PUT each."""
     from files.models import StoredObject
@@ -220,7 +222,7 @@ def seed_pending(url: str, project_id: str) -> list[str]:
             FROM generate_series(1::bigint, %(rows)s::bigint) AS n
             RETURNING id
             """,
-            {"project": project_id, "object": stored.pk, "rows": COMPLETE_FILES},
+            {"project": project_id, "object": stored.pk, "rows": rows},
         ).fetchall()
     return [row[0] for row in rows]
 
@@ -262,7 +264,9 @@ def main() -> int:
             .first()
         )
         ids = workdir / "complete-ids.txt"
-        ids.write_text("\n".join(seed_pending(url, project.id)) + "\n")
+        ids.write_text(
+            "\n".join(seed_pending(url, project.id, 2 * args.rounds * COMPLETE_BLOCK)) + "\n"
+        )
         upload_lua = workdir / "upload.lua"
         upload_lua.write_text(UPLOAD_LUA)
         complete_lua = workdir / "complete.lua"
@@ -285,25 +289,22 @@ def main() -> int:
             ) as ref,
         ):
             servers = {"api": api, "ref": ref}
-            used_ids = 0  # pending files completed so far (only the complete script reads it)
+            next_block = 0  # the first pending id of the next complete run
             for number in range(1, args.rounds + 1):
                 this = Round()
                 for load in loads:
                     server = servers[load.server]
                     script = Path(load.script) if load.script else None
                     bench.log(f"round {number}: {load.label}")
-                    warm = run_wrk(server.base_url, raw_key, load, args.warmup, script, used_ids)
+                    # Each complete run gets its own block of pending ids (wrk's threads take
+                    # every THREADS-th id of it, not necessarily as many each).
+                    run_wrk(server.base_url, raw_key, load, args.warmup, script, next_block)
+                    next_block += COMPLETE_BLOCK if load.label == COMPLETE else 0
                     before = server.cpu()
                     measure = run_wrk(
-                        server.base_url,
-                        raw_key,
-                        load,
-                        args.duration,
-                        script,
-                        used_ids + (warm.requests + CONNECTIONS if load.label == COMPLETE else 0),
+                        server.base_url, raw_key, load, args.duration, script, next_block
                     )
-                    if load.label == COMPLETE:
-                        used_ids += warm.requests + measure.requests + 2 * CONNECTIONS
+                    next_block += COMPLETE_BLOCK if load.label == COMPLETE else 0
                     used = server.cpu() - before
                     # wrk's own CPU is not counted here: 'other' includes it.
                     measure.other_cores = (
