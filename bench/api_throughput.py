@@ -186,8 +186,8 @@ def fresh_project(url: str) -> Any:
     return project
 
 
-def seed_pending(url: str, project_id: str, rows: int) -> list[str]:
-    """``rows`` pending files whose bytes are in the store: all of them point at one
+def seed_pending(url: str, project_id: str, count: int) -> list[str]:
+    """``count`` pending files whose bytes are in the store: all of them point at one
     stored object (1,024 bytes, application/octet-stream, PUT here), so each complete does the
     whole of its work (lock, HEAD, read the first bytes, publish, event) without a PUT each."""
     from files.models import StoredObject
@@ -222,7 +222,7 @@ def seed_pending(url: str, project_id: str, rows: int) -> list[str]:
             FROM generate_series(1::bigint, %(rows)s::bigint) AS n
             RETURNING id
             """,
-            {"project": project_id, "object": stored.pk, "rows": rows},
+            {"project": project_id, "object": stored.pk, "rows": count},
         ).fetchall()
     return [row[0] for row in rows]
 
