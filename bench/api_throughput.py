@@ -57,7 +57,7 @@ end
 """
 
 COMPLETE_LUA = """
-local ids, threads, tid, at = {}, 0, 0, 0
+local ids, threads, at = {}, 0, 0  -- tid: a global, set per thread by setup()
 for line in io.lines("%(ids)s") do ids[#ids + 1] = line end
 function setup(thread) thread:set("tid", threads); threads = threads + 1 end
 -- wrk's argument: the first id of this run's block (each file completes only once).
