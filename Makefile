@@ -89,11 +89,12 @@ fuzz: $(INSTALLED) ## Fuzz the API against its document with every schemathesis 
 		$(DEVSERVICES) exec -- $(BIN)/python -m pytest -s -p no:cacheprovider \
 		tests/ops/test_schemathesis.py
 
-# Skips a missing bench/ and helper modules (bench/_*.py), which are not benchmarks.
+# Skips a missing bench/, helper modules (bench/_*.py), which are not benchmarks, and the
+# cluster drill, which starts its own cluster (`make drill`).
 bench: $(INSTALLED) ## Run every bench/*.py against real services
 	$(BIN)/pip install -q -r bench/requirements.txt  # peers compared against; not locked
 	$(DEVSERVICES) exec -- sh -c 'for f in bench/*.py; do \
-		case "$${f##*/}" in _*) continue ;; esac; [ -e "$$f" ] || continue; \
+		case "$${f##*/}" in _*|cluster_drill.py) continue ;; esac; [ -e "$$f" ] || continue; \
 		$(BIN)/python "$$f" || exit 1; done'
 
 clean: ## Remove var/ (local service data, services.env); keeps .venv

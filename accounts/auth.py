@@ -14,17 +14,38 @@ from accounts.selectors import api_key_resolve
 from storage_service.errors import Unauthenticated
 
 
+def bearer_token(request: Request) -> str | None:
+    """The raw key of ``Authorization: Bearer <key>``; None without the header."""
+    header = request.META.get("HTTP_AUTHORIZATION", "")
+    if not header:
+        return None
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Unauthenticated("The Authorization header must be 'Bearer <API key>'.")
+    return token.strip()
+
+
+def authenticated(request: Request, api_key: ApiKey | None) -> None:
+    """Set what ApiKeyAuthentication sets, for a view that resolved the key itself (in the
+    same query as its resource): the key, or the 401 for an unknown or revoked one."""
+    if api_key is None:
+        raise Unauthenticated(UNKNOWN_KEY)
+    # request.user is the key itself, as ApiKeyAuthentication returns it.
+    request.user = api_key  # type: ignore[assignment]
+    request.auth = api_key
+
+
+UNKNOWN_KEY = "The API key is unknown or has been revoked."
+
+
 class ApiKeyAuthentication(BaseAuthentication):
     def authenticate(self, request: Request) -> tuple[Any, ApiKey] | None:
-        header = request.META.get("HTTP_AUTHORIZATION", "")
-        if not header:
+        token = bearer_token(request)
+        if token is None:
             return None
-        scheme, _, token = header.partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
-            raise Unauthenticated("The Authorization header must be 'Bearer <API key>'.")
-        api_key = api_key_resolve(raw_key=token.strip())
+        api_key = api_key_resolve(raw_key=token)
         if api_key is None:
-            raise Unauthenticated("The API key is unknown or has been revoked.")
+            raise Unauthenticated(UNKNOWN_KEY)
         # request.user is the key itself: the API has no human users, only project keys.
         return api_key, api_key
 

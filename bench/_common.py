@@ -399,10 +399,22 @@ def cpu_count() -> int:
     return len(os.sched_getaffinity(0)) or 1
 
 
+def _gunicorn_conf() -> dict[str, object]:
+    """deploy/gunicorn.conf.py's settings, as gunicorn reads them (it executes the file)."""
+    conf = ROOT / "deploy" / "gunicorn.conf.py"
+    namespace: dict[str, object] = {"__file__": str(conf)}
+    exec(conf.read_text(), namespace)  # our own config file
+    return namespace
+
+
 def web_workers() -> int:
-    """Gunicorn's worker count as ``devservices.py run`` chooses it."""
-    raw = os.environ.get("WEB_CONCURRENCY")
-    return int(raw) if raw else max(2, 2 * cpu_count())
+    """Gunicorn's worker count as deploy/gunicorn.conf.py sets it (WEB_CONCURRENCY or 2 x CPUs)."""
+    return int(str(_gunicorn_conf().get("workers", 1)))
+
+
+def gunicorn_worker_line() -> str:
+    conf = _gunicorn_conf()
+    return f"{conf.get('worker_class', 'sync')} x {conf.get('threads', 1)} thread(s)"
 
 
 def free_port() -> int:
@@ -419,11 +431,12 @@ class Server:
     workers: int
     proc: subprocess.Popen[bytes]
     log_path: Path
+    app: str = "storage_service.wsgi:application"
 
     def describe(self) -> str:
         return (
-            f"gunicorn storage_service.wsgi:application, {self.workers} sync workers x 1 thread "
-            f"(as `make run`), {SETTINGS_MODULE}, {self.base_url}"
+            f"gunicorn {self.app}, {self.workers} workers ({gunicorn_worker_line()}, from "
+            f"deploy/gunicorn.conf.py as `make run`), {self.base_url}"
         )
 
     def cpu(self) -> CpuTimes:
@@ -490,12 +503,21 @@ def cpu_times(gunicorn_group: int) -> CpuTimes:
 
 
 @contextlib.contextmanager
-def gunicorn(url: str, *, bench_routes: bool = False) -> Iterator[Server]:
+def gunicorn(
+    url: str,
+    *,
+    bench_routes: bool = False,
+    app: str = "storage_service.wsgi:application",
+    settings_module: str = SETTINGS_MODULE,
+    ready_path: str = "/v1/me",
+) -> Iterator[Server]:
     """Gunicorn as ``scripts/devservices.py run`` starts it, on a free 127.0.0.1 port.
 
-    The command line is devservices' (sync workers, 1 thread, WEB_CONCURRENCY or 2 x CPUs, no
-    access log: the service logs each request itself, as one JSON line); here its output goes
-    to a temporary file, shown if it fails.
+    Workers, their class and threads come from deploy/gunicorn.conf.py, as for ``make run``; the
+    command line is devservices' (no access log: the service logs each request itself, as one
+    JSON line). Here its output goes to a temporary file, shown if it fails. ``app`` and
+    ``settings_module`` serve another app (the benchmark's references, bench/reference/) with
+    the very same gunicorn settings.
     """
     port = free_port()
     workers = web_workers()
@@ -506,6 +528,9 @@ def gunicorn(url: str, *, bench_routes: bool = False) -> Iterator[Server]:
         # budgets no benchmark reaches.
         "SERVICE_RATE_LIMIT_READS_PER_MINUTE": str(10**9),
         "SERVICE_RATE_LIMIT_WRITES_PER_MINUTE": str(10**9),
+        "DJANGO_SETTINGS_MODULE": settings_module,
+        # The reference app lives in bench/.
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "bench"), str(ROOT)]),
     }
     log_dir = Path(tempfile.mkdtemp(prefix="bench-gunicorn-"))
     log_path = log_dir / "gunicorn.log"
@@ -513,7 +538,7 @@ def gunicorn(url: str, *, bench_routes: bool = False) -> Iterator[Server]:
     sys.path.insert(0, str(ROOT / "scripts"))
     from devservices import api_command
 
-    cmd = [str(part) for part in api_command(port)]
+    cmd = [str(part) for part in api_command(port, app=app)]
     with log_path.open("wb") as out:
         proc = subprocess.Popen(
             cmd,
@@ -524,9 +549,9 @@ def gunicorn(url: str, *, bench_routes: bool = False) -> Iterator[Server]:
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group: stopping it stops the workers
         )
-    server = Server(f"http://127.0.0.1:{port}", port, workers, proc, log_path)
+    server = Server(f"http://127.0.0.1:{port}", port, workers, proc, log_path, app)
     try:
-        _wait_ready(server)
+        _wait_ready(server, ready_path)
         log(f"started {server.describe()}")
         yield server
     finally:
@@ -536,14 +561,14 @@ def gunicorn(url: str, *, bench_routes: bool = False) -> Iterator[Server]:
             log_dir.rmdir()
 
 
-def _wait_ready(server: Server, timeout: float = 60.0) -> None:
+def _wait_ready(server: Server, ready_path: str, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while True:
         if server.proc.poll() is not None:
             _print_log(server.log_path)
             raise SystemExit(f"gunicorn exited with code {server.proc.returncode}")
         try:
-            with urllib.request.urlopen(f"{server.base_url}/v1/me", timeout=2):
+            with urllib.request.urlopen(f"{server.base_url}{ready_path}", timeout=2):
                 pass
             return
         except urllib.error.HTTPError:

@@ -1,188 +1,161 @@
-"""Requests per second and p50/p99 latency at concurrency 16, for the upload, get-one and list
-endpoints, each beside GET /bench/bare (a bare Django view in the same server).
+"""Requests per second of the API's hot paths beside two references outside the service, in
+one run: a bare Django app and a "lean" authenticated single-file GET (bench/reference/).
 
-    .venv/bin/python bench/api_throughput.py [--concurrency 16] [--duration 10] [--warmup 2]
-                                             [--servers 1]
+    .venv/bin/python bench/api_throughput.py [--rounds 3] [--duration 8] [--warmup 2]
 
-``--servers 2`` starts two gunicorn processes (as `make cluster` does, each with the workers
-`make run` gives one) and spreads the virtual clients over both, for docs/scaling.md.
-
-The server is gunicorn as `make run` starts it (same worker count and class), with
-SERVICE_BENCH_ROUTES=true. The load comes from one asyncio loop in this process holding one
-connection per virtual client, speaking plain HTTP/1.1 over asyncio streams: a far lighter
-client than requests or httpx, because it shares the machine's cores with the server it
-measures. The project is fresh for every run (1,000 seeded files, in the bench database) and
-deleted afterwards, with the files the upload run created.
+Load: wrk (2 threads, 16 connections; `apt-get install wrk`), black-box over HTTP against
+gunicorn as `make run` serves the API (./gunicorn.conf.py: the same workers, class and
+threads for all three). Every round measures all six endpoints one after the other; each
+endpoint's ratios divide by the references measured in the SAME round, and the table shows
+the median and range over the rounds. The project is fresh for every run (1,000 seeded files,
+plus pending ones for complete, in the bench database) and deleted afterwards.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
-import json
+import re
+import shutil
+import statistics
+import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import _common as bench
 
 PROJECT_PREFIX = "bench-api-throughput-"
 SEED_FILES = 1_000
-REQUEST_TIMEOUT = 30.0
-GOALS = {"GET /v1/files/<id>": 0.50, "POST /v1/files/upload": 0.25}
+LIST_PATH = "bench/list"  # a folder of LIST_FILES files: every list answers a full page of 20
+LIST_FILES = 100
+# Pending files for POST .../complete (each completes once): a block per wrk run, two runs
+# (warm-up, measured) per round.
+COMPLETE_BLOCK = 10_000
+THREADS = 2
+CONNECTIONS = 16
+BARE = "bare Django view (own process)"
+LEAN = "lean authenticated GET (own process)"
+GET = "GET /v1/files/<id>"
+LIST = "GET /v1/files?path=…&limit=20"
+UPLOAD = "POST /v1/files/upload"
+COMPLETE = "POST /v1/files/<id>/complete"
+# (endpoint, reference, share): the goals of issue 14.
+GOALS = [(GET, LEAN, 0.8), (LIST, BARE, 0.25), (UPLOAD, BARE, 0.2)]
+
+UPLOAD_LUA = """
+local counter, threads = 0, 0
+function setup(thread) thread:set("tid", threads); threads = threads + 1 end
+function request()
+  counter = counter + 1
+  local body = string.format(
+    '{"filename":"wrk-%d-%d.png","contentType":"image/png","size":1024}', tid, counter)
+  return wrk.format("POST", "/v1/files/upload", nil, body)
+end
+"""
+
+COMPLETE_LUA = """
+local ids, threads, at = {}, 0, 0  -- tid: a global, set per thread by setup()
+for line in io.lines("%(ids)s") do ids[#ids + 1] = line end
+function setup(thread) thread:set("tid", threads); threads = threads + 1 end
+-- wrk's argument: the first id of this run's block (each file completes only once).
+function init(args) at = tonumber(args[1] or "0") + tid end
+function request()
+  local id = ids[at + 1] or "file_exhausted"
+  at = at + %(threads)d
+  return wrk.format("POST", "/v1/files/" .. id .. "/complete", nil, "")
+end
+"""
 
 
 @dataclass
-class Endpoint:
+class Load:
     label: str
-    method: str
+    server: str  # "api" or "ref"
     path: str
-    expect: int
-    body: Callable[[int, int], bytes] | None = None  # (client, sequence) -> JSON body
+    expect_body: bool = False  # a POST with a JSON body (upload) or an empty one (complete)
+    script: str | None = None
 
 
 @dataclass
-class Result:
-    endpoint: Endpoint
-    window: float
-    latencies: list[float] = field(default_factory=list)
-    errors: dict[str, int] = field(default_factory=dict)
-    client_cpu: float = 0.0  # cores used over the window
-    cpu: bench.CpuTimes = field(default_factory=lambda: bench.CpuTimes(0.0, 0.0, 0.0))
+class Measure:
+    requests: int = 0
+    errors: int = 0
+    timeouts: int = 0
+    seconds: float = 0.0
+    p50_ms: float = 0.0
+    p99_ms: float = 0.0
+    other_cores: float = 0.0
 
     @property
     def rps(self) -> float:
-        return len(self.latencies) / self.window
-
-    def error(self, kind: str) -> None:
-        self.errors[kind] = self.errors.get(kind, 0) + 1
+        return (self.requests - self.errors) / self.seconds if self.seconds else 0.0
 
 
-# --- A minimal HTTP/1.1 client ----------------------------------------------------------------
+@dataclass
+class Round:
+    measures: dict[str, Measure] = field(default_factory=dict)
+
+    def ratio(self, label: str, reference: str) -> float:
+        return self.measures[label].rps / self.measures[reference].rps
 
 
-async def read_response(reader: asyncio.StreamReader) -> tuple[int, bool]:
-    """Read one response; (status, whether the connection may be reused)."""
-    status_line = await reader.readline()
-    if not status_line:
-        raise ConnectionError("connection closed before a response")
-    version, status, _ = status_line.decode("latin-1").split(" ", 2)
-    headers: dict[str, str] = {}
-    while True:
-        line = await reader.readline()
-        if line in (b"\r\n", b"\n", b""):
-            break
-        name, _, value = line.decode("latin-1").partition(":")
-        headers[name.strip().lower()] = value.strip()
-    if "content-length" in headers:
-        await reader.readexactly(int(headers["content-length"]))
-    elif headers.get("transfer-encoding", "").lower() == "chunked":
-        while True:
-            size = int((await reader.readline()).split(b";")[0], 16)
-            await reader.readexactly(size + 2)  # the chunk and its CRLF
-            if size == 0:
-                break
-    else:
-        await reader.read()  # delimited by the end of the connection
-        return int(status), False
-    keep = version == "HTTP/1.1" and headers.get("connection", "").lower() != "close"
-    return int(status), keep
+_DURATION = re.compile(r"(\d+) requests in ([\d.]+)(us|ms|s|m)")
+_NON_2XX = re.compile(r"Non-2xx or 3xx responses: (\d+)")
+_SOCKET = re.compile(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)")
+_PERCENTILE = re.compile(r"^\s+(50|99)%\s+([\d.]+)(us|ms|s)\s*$", re.M)
+_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0}
 
 
-async def client(
-    number: int,
-    port: int,
-    endpoint: Endpoint,
-    auth: str,
-    result: Result,
-    measure_from: float,
-    stop_at: float,
-) -> None:
-    """One virtual client: requests back to back, reusing its connection when the server
-    allows it (gunicorn's sync workers never do, so each request also connects)."""
-    head = (
-        f"{endpoint.method} {endpoint.path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
-        f"Authorization: Bearer {auth}\r\nAccept: application/json\r\n"
-    )
-    reader: asyncio.StreamReader | None = None
-    writer: asyncio.StreamWriter | None = None
-    sequence = 0
-    while time.perf_counter() < stop_at:
-        body = endpoint.body(number, sequence) if endpoint.body is not None else b""
-        sequence += 1
-        request = head.encode()
-        if endpoint.body is not None:
-            request += b"Content-Type: application/json\r\n"
-        request += f"Content-Length: {len(body)}\r\n\r\n".encode() + body
-        started = time.perf_counter()
-        try:
-            if writer is None or reader is None:
-                reader, writer = await asyncio.open_connection("127.0.0.1", port)
-            writer.write(request)
-            # A server that stops answering fails the request instead of hanging the bench.
-            status, keep = await asyncio.wait_for(read_response(reader), REQUEST_TIMEOUT)
-        except (OSError, ValueError, asyncio.IncompleteReadError) as exc:  # TimeoutError too
-            if started >= measure_from:
-                result.error(type(exc).__name__)
-            if writer is not None:
-                writer.close()
-            reader = writer = None
-            continue
-        finished = time.perf_counter()
-        if not keep:
-            writer.close()
-            reader = writer = None
-        if started < measure_from or finished > stop_at:
-            continue  # warm-up, or finished after the window closed
-        if status != endpoint.expect:
-            result.error(f"HTTP {status}")
+def parse_wrk(output: str) -> Measure:
+    found = _DURATION.search(output)
+    if found is None:
+        raise SystemExit(f"wrk said:\n{output}")
+    measure = Measure(requests=int(found[1]), seconds=float(found[2]) * _UNITS[found[3]])
+    if (non_2xx := _NON_2XX.search(output)) is not None:
+        measure.errors += int(non_2xx[1])
+    if (sockets := _SOCKET.search(output)) is not None:
+        # Requests that got no answer within --timeout: failed, and not in the count above.
+        # (Read errors are gunicorn's sync workers closing a kept-alive connection.)
+        measure.timeouts = int(sockets[4])
+    for quantile, value, unit in _PERCENTILE.findall(output):
+        ms = float(value) * _UNITS[unit] * 1000
+        if quantile == "50":
+            measure.p50_ms = ms
         else:
-            result.latencies.append((finished - started) * 1000)
-    if writer is not None:
-        writer.close()
+            measure.p99_ms = ms
+    return measure
 
 
-def run_load(
-    servers: list[bench.Server],
-    endpoint: Endpoint,
-    auth: str,
-    concurrency: int,
-    warmup: float,
-    duration: float,
-) -> Result:
-    result = Result(endpoint, duration)
-
-    async def load() -> None:
-        now = time.perf_counter()
-        measure_from = now + warmup
-        stop_at = measure_from + duration
-        clients = [
-            client(n, servers[n % len(servers)].port, endpoint, auth, result, measure_from, stop_at)
-            for n in range(concurrency)
-        ]
-        tasks = [asyncio.ensure_future(c) for c in clients]
-        await asyncio.sleep(warmup)
-        client_cpu, cpu = time.process_time(), servers_cpu(servers)
-        await asyncio.sleep(max(0.0, stop_at - time.perf_counter()))
-        used = servers_cpu(servers) - cpu
-        result.client_cpu = (time.process_time() - client_cpu) / duration
-        result.cpu = bench.CpuTimes(
-            used.gunicorn / duration, used.postgres / duration, used.machine / duration
-        )
-        await asyncio.gather(*tasks)
-
-    asyncio.run(load())
-    return result
-
-
-def servers_cpu(servers: list[bench.Server]) -> bench.CpuTimes:
-    """CPU so far: every server's gunicorn summed; PostgreSQL and the machine once."""
-    times = [server.cpu() for server in servers]
-    gunicorn = sum(t.gunicorn for t in times)
-    return bench.CpuTimes(gunicorn, times[-1].postgres, times[-1].machine)
+def run_wrk(
+    url: str, key: str, load: Load, seconds: float, script: Path | None, script_arg: int = 0
+) -> Measure:
+    cmd = [
+        "wrk",
+        f"-t{THREADS}",
+        f"-c{CONNECTIONS}",
+        f"-d{seconds:g}s",
+        "--latency",
+        "--timeout",
+        "30s",
+        "-H",
+        f"Authorization: Bearer {key}",
+        "-H",
+        "Accept: application/json",
+    ]
+    if load.expect_body:
+        cmd += ["-H", "Content-Type: application/json"]
+    if script is not None:
+        cmd += ["-s", str(script)]
+    cmd.append(url + load.path)
+    if script is not None:
+        cmd += ["--", str(script_arg)]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=seconds + 60)
+    if done.returncode != 0:
+        raise SystemExit(f"wrk failed ({done.returncode}):\n{done.stdout}{done.stderr}")
+    return parse_wrk(done.stdout)
 
 
 # --- Setup ----------------------------------------------------------------------------------
@@ -204,25 +177,73 @@ def fresh_project(url: str) -> Any:
         rows=SEED_FILES,
         rebuild_indexes=False,
     )
+    with bench.connect(url) as conn:
+        conn.execute(
+            "UPDATE files_file SET path = %s WHERE id IN (SELECT id FROM files_file"
+            " WHERE project_id = %s AND status = 'uploaded' ORDER BY id LIMIT %s)",
+            (LIST_PATH, project.id, LIST_FILES),
+        )
     return project
 
 
-def upload_body(client_number: int, sequence: int) -> bytes:
-    body = {
-        "filename": f"bench-{client_number}-{sequence}.png",
-        "contentType": "image/png",
-        "size": 1024,
-    }
-    return json.dumps(body).encode()
+def seed_pending(url: str, project_id: str, count: int) -> list[str]:
+    """``count`` pending files whose bytes are in the store: all of them point at one
+    stored object (1,024 bytes, application/octet-stream, PUT here), so each complete does the
+    whole of its work (lock, HEAD, read the first bytes, publish, event) without a PUT each."""
+    from files.models import StoredObject
+    from storage_service import objectstore
+
+    stored = StoredObject.objects.create(
+        storage_key=f"{project_id}/bench-complete-object",
+        project_id=project_id,
+        state=StoredObject.State.PENDING,
+        declared_type="application/octet-stream",
+        declared_size=1024,
+    )
+    objectstore.client().put_object(
+        Bucket=objectstore.bucket(), Key=stored.storage_key, Body=bytes(1024)
+    )
+    file_id = bench.file_id_sql(
+        "floor(extract(epoch FROM now()) * 1000)::bigint",
+        "floor(random() * 1125899906842624)::bigint",
+        "n",
+    )
+    with bench.connect(url) as conn:
+        rows = conn.execute(
+            f"""
+            INSERT INTO files_file (
+                id, project_id, filename, path, content_type, size, status, version, metadata,
+                checksum, sniffed_type, current_object_id, replacement_object_id, created_at,
+                updated_at, uploaded_at, deleted_at, status_before_delete, purged_at
+            )
+            SELECT {file_id}, %(project)s, 'complete-' || n || '.bin', 'bench/complete',
+                'application/octet-stream', 1024, 'pending', 1, NULL, NULL, NULL,
+                %(object)s, NULL, now(), now(), NULL, NULL, '', NULL
+            FROM generate_series(1::bigint, %(rows)s::bigint) AS n
+            RETURNING id
+            """,
+            {"project": project_id, "object": stored.pk, "rows": count},
+        ).fetchall()
+    return [row[0] for row in rows]
+
+
+def remove_complete_object(project_id: str) -> None:
+    from storage_service import objectstore
+
+    objectstore.delete([f"{project_id}/bench-complete-object"])
+
+
+# --- Run --------------------------------------------------------------------------------------
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--concurrency", type=int, default=16)
-    parser.add_argument("--duration", type=float, default=10.0, help="measured seconds")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--duration", type=float, default=8.0, help="measured seconds")
     parser.add_argument("--warmup", type=float, default=2.0, help="unmeasured seconds first")
-    parser.add_argument("--servers", type=int, default=1, help="gunicorn processes (ports)")
     args = parser.parse_args()
+    if shutil.which("wrk") is None:
+        raise SystemExit("wrk is not installed: apt-get install wrk (Debian/Ubuntu)")
 
     url = bench.bench_database_url()
     bench.ensure_database(url)
@@ -233,97 +254,126 @@ def main() -> int:
     from files.models import File
 
     project = fresh_project(url)
+    workdir = Path(tempfile.mkdtemp(prefix="bench-wrk-"))
+    rounds: list[Round] = []
     try:
         raw_key = api_key_issue(project=project, environment="test", name="bench").raw_key
-        file_id = File.objects.for_project(project).visible().values_list("id", flat=True)[0]
-        bare = Endpoint("GET /bench/bare", "GET", "/bench/bare", 200)
-        endpoints = [
-            bare,
-            Endpoint("GET /v1/files/<id>", "GET", f"/v1/files/{file_id}", 200),
-            Endpoint("GET /v1/files (limit 20)", "GET", "/v1/files", 200),
-            Endpoint("POST /v1/files/upload", "POST", "/v1/files/upload", 201, upload_body),
-            Endpoint("GET /bench/bare (again)", "GET", "/bench/bare", 200),
+        file_id = (
+            File.objects.filter(project=project, status="uploaded", metadata__isnull=False)
+            .values_list("id", flat=True)
+            .first()
+        )
+        ids = workdir / "complete-ids.txt"
+        ids.write_text(
+            "\n".join(seed_pending(url, project.id, 2 * args.rounds * COMPLETE_BLOCK)) + "\n"
+        )
+        upload_lua = workdir / "upload.lua"
+        upload_lua.write_text(UPLOAD_LUA)
+        complete_lua = workdir / "complete.lua"
+        complete_lua.write_text(COMPLETE_LUA % {"ids": ids, "threads": THREADS})
+        loads = [
+            Load(BARE, "ref", "/bare"),
+            Load(LEAN, "ref", f"/lean/files/{file_id}"),
+            Load(GET, "api", f"/v1/files/{file_id}"),
+            Load(LIST, "api", f"/v1/files?path={LIST_PATH}&limit=20"),
+            Load(UPLOAD, "api", "/v1/files/upload", True, str(upload_lua)),
+            Load(COMPLETE, "api", "/v1/files/<id>/complete", True, str(complete_lua)),
         ]
-        results = []
-        with contextlib.ExitStack() as stack:
-            servers = [
-                stack.enter_context(bench.gunicorn(url, bench_routes=True))
-                for _ in range(args.servers)
-            ]
-            for endpoint in endpoints:
-                bench.log(f"{endpoint.label}: {args.warmup:g} s warm-up, {args.duration:g} s")
-                results.append(
-                    run_load(
-                        servers, endpoint, raw_key, args.concurrency, args.warmup, args.duration
+        with (
+            bench.gunicorn(url) as api,
+            bench.gunicorn(
+                url,
+                app="reference.wsgi:application",
+                settings_module="reference.settings",
+                ready_path="/bare",
+            ) as ref,
+        ):
+            servers = {"api": api, "ref": ref}
+            next_block = 0  # the first pending id of the next complete run
+            for number in range(1, args.rounds + 1):
+                this = Round()
+                for load in loads:
+                    server = servers[load.server]
+                    script = Path(load.script) if load.script else None
+                    bench.log(f"round {number}: {load.label}")
+                    # Each complete run gets its own block of pending ids (wrk's threads take
+                    # every THREADS-th id of it, not necessarily as many each).
+                    run_wrk(server.base_url, raw_key, load, args.warmup, script, next_block)
+                    next_block += COMPLETE_BLOCK if load.label == COMPLETE else 0
+                    before = server.cpu()
+                    measure = run_wrk(
+                        server.base_url, raw_key, load, args.duration, script, next_block
                     )
-                )
-            server_line = f"{len(servers)} x " + servers[0].describe()
+                    next_block += COMPLETE_BLOCK if load.label == COMPLETE else 0
+                    used = server.cpu() - before
+                    # wrk's own CPU is not counted here: 'other' includes it.
+                    measure.other_cores = (
+                        max(0.0, used.machine - used.gunicorn - used.postgres) / measure.seconds
+                    )
+                    this.measures[load.label] = measure
+                rounds.append(this)
+            api_line, ref_line = api.describe(), ref.describe()
     finally:
+        remove_complete_object(project.id)
         bench.delete_project(url, project.id)
+        shutil.rmtree(workdir, ignore_errors=True)
 
-    report(results, server_line, bool(settings.DEBUG), args)
-    failed = [r for r in results if not r.latencies]
-    return 1 if failed else 0
-
-
-def other_cores(result: Result) -> float:
-    cpu = result.cpu
-    return max(0.0, cpu.machine - result.client_cpu - cpu.gunicorn - cpu.postgres)
+    report(rounds, [load.label for load in loads], api_line, ref_line, bool(settings.DEBUG), args)
+    return 0
 
 
-def report(results: list[Result], server_line: str, debug: bool, args: argparse.Namespace) -> None:
-    bare = [r for r in results if r.endpoint.path == "/bench/bare"]
-    bare_rps = sum(r.rps for r in bare) / len(bare)
+def spread(values: list[float], fmt: str) -> str:
+    return f"{statistics.median(values):{fmt}} ({min(values):{fmt}}-{max(values):{fmt}})"
+
+
+def report(
+    rounds: list[Round],
+    labels: list[str],
+    api_line: str,
+    ref_line: str,
+    debug: bool,
+    args: argparse.Namespace,
+) -> None:
     print()
-    print(f"Throughput at concurrency {args.concurrency}, {args.duration:g} s per endpoint")
-    print(f"server: {server_line}, DEBUG={debug}")
     print(
-        f"client: one asyncio loop, {args.concurrency} connections, in this process. It shares "
-        f"the machine's {bench.cpu_count()} cores with the server and PostgreSQL, so the "
-        "figures are lower bounds for a server with the cores to itself."
+        f"wrk -t{THREADS} -c{CONNECTIONS}, {args.duration:g} s per endpoint after "
+        f"{args.warmup:g} s of warm-up, {len(rounds)} rounds; median (min-max) over rounds"
     )
+    print(f"API:        {api_line}")
+    print(f"references: {ref_line}")
+    print(f"DEBUG={debug} in both (the dev settings, as `make run`)")
     print()
     rows = []
-    for r in results:
-        errors = ", ".join(f"{k} x{v}" for k, v in r.errors.items()) or "-"
+    for label in labels:
+        measures = [r.measures[label] for r in rounds]
         rows.append(
             [
-                r.endpoint.label,
-                f"{len(r.latencies):,}",
-                f"{r.rps:.0f}",
-                f"{bench.percentile(r.latencies, 50):.1f}",
-                f"{bench.percentile(r.latencies, 99):.1f}",
-                f"{r.rps / bare_rps:.0%}",
-                f"{r.client_cpu:.2f}",
-                f"{r.cpu.gunicorn:.2f}",
-                f"{r.cpu.postgres:.2f}",
-                f"{other_cores(r):.2f}",
-                errors,
+                label,
+                spread([m.rps for m in measures], ",.0f"),
+                spread([r.ratio(label, BARE) for r in rounds], ".2f"),
+                spread([r.ratio(label, LEAN) for r in rounds], ".2f")
+                if label not in (BARE, UPLOAD, COMPLETE, LIST)
+                else "",
+                f"{statistics.median(m.p50_ms for m in measures):.1f}",
+                f"{statistics.median(m.p99_ms for m in measures):.1f}",
+                str(sum(m.errors + m.timeouts for m in measures)),
+                f"{max(m.other_cores for m in measures):.2f}",
             ]
         )
-    headers = ["endpoint", "requests", "req/s", "p50 ms", "p99 ms", "vs bare"]
-    headers += ["client", "gunicorn", "postgres", "other", "errors"]
+    headers = ["endpoint", "req/s", "share of bare", "share of lean", "p50 ms", "p99 ms"]
+    headers += ["errors", "other cores"]
     print(bench.table(headers, rows))
     print(
-        "\nclient/gunicorn/postgres/other: CPU cores each used during the measured window "
-        f"(of {bench.cpu_count()}); 'other' is the rest of the machine's busy time."
+        "\nShares divide by the reference measured in the same round. 'errors': non-2xx answers"
+        " and timeouts (excluded from req/s). 'other cores': the most, over the rounds, that"
+        " wrk and every other process of the machine used beside gunicorn and PostgreSQL."
     )
-    noisy = [r.endpoint.label for r in results if other_cores(r) > bench.NOISY_CORES]
-    if noisy:
-        print(
-            f"WARNING: other processes used over {bench.NOISY_CORES} cores during "
-            f"{', '.join(noisy)}; those figures are noisy. Rerun on a quiet machine."
-        )
-    print(
-        f"'vs bare' divides by the mean of the two bare runs ({bare_rps:.0f} req/s); the "
-        "second bare run shows any drift over the run."
-    )
-    print("\nGoals:")
-    for label, share in GOALS.items():
-        result = next(r for r in results if r.endpoint.label == label)
-        ratio = result.rps / bare_rps
+    print("\nGoals (on the median share):")
+    for label, reference, share in GOALS:
+        ratio = statistics.median(r.ratio(label, reference) for r in rounds)
         verdict = "PASS" if ratio >= share else "FAIL"
-        print(f"  [{verdict}] {label} at least {share:.0%} of bare: {ratio:.0%}")
+        name = "bare" if reference == BARE else "lean"
+        print(f"  [{verdict}] {label} at least {share:.2f} of {name}: {ratio:.2f}")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,8 @@ from typing import Any
 from django.db import connection
 from django.db.models import QuerySet
 
-from accounts.models import Project
+from accounts.models import ApiKey, Project
+from accounts.selectors import api_key_from_row, key_hash_of, key_query
 from files.filters import FileFilter
 from files.models import File
 from storage_service.errors import FileNotFound, ValidationError
@@ -35,13 +36,29 @@ class FileListOptions:
     order: str = "desc"
 
 
+# The visible files of a project: the scope of every single-file read (file_get and the
+# key-joined read below); %s is the file id, then the project id.
+_VISIBLE_FILE = (
+    "files_file.id = %s AND files_file.project_id = {project} AND files_file.status <> 'deleted'"
+)
+
+
 @cache
 def _file_get_sql() -> str:
     _, cols = columns(File)
+    return f"SELECT {cols} FROM files_file WHERE {_VISIBLE_FILE.format(project='%s')}"
+
+
+@cache
+def _file_with_key_sql() -> str:
+    key = key_query()
+    _, cols = columns(File)
+    visible = _VISIBLE_FILE.format(project="accounts_apikey.project_id")
+    # LEFT JOIN: a valid key with no such file is still the key (the 404 comes after the
+    # rate limit, as on every path).
     return (
-        f"SELECT {cols} FROM files_file"
-        " WHERE files_file.id = %s AND files_file.project_id = %s"
-        " AND files_file.status <> 'deleted'"
+        f"SELECT {key.select}, {cols} FROM {key.joins}"
+        f" LEFT JOIN files_file ON {visible} WHERE {key.where}"
     )
 
 
@@ -59,6 +76,35 @@ def file_get(*, project: Project, file_id: str) -> File:
     file = instance(File, row)
     file.project = project
     return file
+
+
+@dataclass(frozen=True)
+class KeyAndFile:
+    api_key: ApiKey | None  # None: unknown, revoked or malformed key
+    file: File | None  # None: no visible file of the key's project with that id
+
+
+def file_get_with_key(*, raw_key: str, file_id: str) -> KeyAndFile | None:
+    """The key (as accounts' api_key_resolve finds it) and the visible file (as file_get
+    finds it, in the key's project), in ONE round trip: GET /v1/files/<id>'s two lookups.
+
+    None when the id is not a file id (the caller resolves the key alone and answers 404).
+    """
+    if not looks_like_id(file_id, "file"):
+        return None
+    digest = key_hash_of(raw_key)
+    if digest is None:
+        return KeyAndFile(None, None)
+    row = fetch_row(_file_with_key_sql(), [file_id, digest])
+    if row is None:
+        return KeyAndFile(None, None)
+    api_key = api_key_from_row(row)
+    file_row = row[key_query().width :]
+    if file_row[0] is None:  # the LEFT JOIN found no file
+        return KeyAndFile(api_key, None)
+    file = instance(File, file_row)
+    file.project = api_key.project
+    return KeyAndFile(api_key, file)
 
 
 def file_list(*, project: Project, filters: dict[str, str], options: FileListOptions) -> Page[File]:

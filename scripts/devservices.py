@@ -883,12 +883,15 @@ def supervise(services: Services) -> int:
 GUNICORN_CONF = ROOT / "deploy" / "gunicorn.conf.py"
 
 
-def api_command(port: int, host: str = "127.0.0.1") -> list[str | Path]:
+def api_command(
+    port: int, host: str = "127.0.0.1", app: str = "storage_service.wsgi:application"
+) -> list[str | Path]:
     """The API server, as `make run`, `make cluster`, the benches and deploy/ start it: every
-    setting but the address is in deploy/gunicorn.conf.py (workers from WEB_CONCURRENCY)."""
+    setting but the address is in deploy/gunicorn.conf.py (workers from WEB_CONCURRENCY).
+    ``app``: the benchmark serves its reference app with the very same settings."""
     # fmt: off
     return [
-        VENV_BIN / "gunicorn", "-c", GUNICORN_CONF, "storage_service.wsgi:application",
+        VENV_BIN / "gunicorn", "-c", GUNICORN_CONF, app,
         "--bind", f"{host}:{port}",
     ]
     # fmt: on

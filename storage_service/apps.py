@@ -6,5 +6,6 @@ class StorageServiceConfig(AppConfig):
     verbose_name = "Storage service"
 
     def ready(self) -> None:
-        # Registers the bearer-key security scheme with drf-spectacular.
-        from storage_service import openapi  # noqa: F401
+        # openapi registers the bearer-key security scheme with drf-spectacular; checks, the
+        # checks of the admin's middleware, which API requests skip.
+        from storage_service import checks, openapi  # noqa: F401

@@ -6,8 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.factories import Actor, png_bytes
-from tests.helpers import start_upload
+import pytest
+
+from files import selectors
+from files.models import File
+from files.serializers import file_json
+from storage_service.errors import FileNotFound
+from tests.factories import Actor, pdf_bytes, png_bytes
+from tests.helpers import error_code, start_upload
 from tests.multipart import complete, put_all, start_multipart
 from tests.storage import put_to
 
@@ -24,14 +30,42 @@ METADATA: dict[str, Any] = {
 }
 
 
+def assert_fast_is_slow(actor: Actor, file_id: str) -> None:
+    """The hand-built single-file reads (file_get, and file_get_with_key, which GET uses)
+    against the ORM's own read of the same row, through the one shape, field by field."""
+    slow = file_json(File.objects.get(id=file_id))
+    fast = file_json(selectors.file_get(project=actor.project, file_id=file_id))
+    found = selectors.file_get_with_key(raw_key=actor.key.raw_key, file_id=file_id)
+    assert found is not None and found.file is not None
+    assert found.api_key is not None and found.api_key.pk == actor.key.api_key.pk
+    assert found.file.project_id == actor.project.id
+    assert_same(dict(fast), dict(slow), "file_get", "ORM")
+    assert_same(dict(file_json(found.file)), dict(slow), "file_get_with_key", "ORM")
+    # Every column too, not only those the shape shows (a later shape may show more).
+    orm = File.objects.get(id=file_id)
+    hand_built = selectors.file_get(project=actor.project, file_id=file_id)
+    for field in File._meta.concrete_fields:
+        expected = getattr(orm, field.attname)
+        for name, instance in (("file_get", hand_built), ("file_get_with_key", found.file)):
+            value = getattr(instance, field.attname)
+            assert value == expected, (field.attname, name, value, expected)
+            assert type(value) is type(expected), (field.attname, name)
+
+
 def read_back(actor: Actor, file_id: str, *, deleted: bool = False) -> dict[str, Any]:
-    """The file as GET and as the list show it; the two must be equal."""
+    """The file as GET and as the list show it; the two must be equal. GET's hand-built
+    reads must also equal the ORM's, in-process (assert_fast_is_slow)."""
     listing = actor.get("/v1/files", {"status": "deleted"} if deleted else {"limit": 100})
     assert listing.status_code == 200, listing.json()
     listed = [item for item in listing.json()["data"] if item["id"] == file_id]
     assert len(listed) == 1, file_id
     if deleted:
+        with pytest.raises(FileNotFound):
+            selectors.file_get(project=actor.project, file_id=file_id)
+        found = selectors.file_get_with_key(raw_key=actor.key.raw_key, file_id=file_id)
+        assert found is not None and found.api_key is not None and found.file is None
         return dict(listed[0])
+    assert_fast_is_slow(actor, file_id)
     got = actor.get(f"/v1/files/{file_id}")
     assert got.status_code == 200, got.json()
     assert_same(got.json()["data"], listed[0], "GET", "list")
@@ -106,3 +140,13 @@ def test_a_multipart_file_reads_back_the_same_from_every_path(owner: Actor) -> N
     assert completed.status_code == 200, completed.json()
     assert completed.json()["metadata"] == METADATA
     assert_same(completed.json(), read_back(owner, file_id), "multipart complete", "GET")
+
+
+def test_a_failed_file_reads_back_the_same_from_every_path(owner: Actor) -> None:
+    wrong = pdf_bytes()
+    started = start_upload(owner, wrong, metadata=METADATA)  # declared image/png
+    assert put_to(started["upload"], wrong).status_code == 200
+    refused = owner.post(f"/v1/files/{started['file']['id']}/complete")
+    assert refused.status_code == 409 and error_code(refused) == "CONTENT_TYPE_MISMATCH"
+    failed = read_back(owner, started["file"]["id"])
+    assert failed["status"] == "failed" and failed["metadata"] == METADATA

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import requests
+from django.test import Client
 
 from storage_service.celery import app
 from storage_service.logs import JsonFormatter, TaskContextFilter
@@ -94,3 +95,28 @@ def test_task_logs_carry_the_task_and_the_ids_it_works_on(caplog: Any) -> None:
     assert line["task"] == "tests.ops.log_something"
     assert line["fileId"] == "file_x"
     assert line["taskArgs"] == ["file_x"]
+
+
+def test_the_single_file_read_logs_its_line(owner: Actor, caplog: pytest.LogCaptureFixture) -> None:
+    """GET /v1/files/<id> authenticates in its own query (issue 14): its line still names the
+    project and the key, for a found file and for a 401."""
+    caplog.set_level(logging.INFO, logger="storage_service.requests")
+    file_id = start_upload(owner)["file"]["id"]
+    caplog.clear()
+    assert owner.client.get(f"/v1/files/{file_id}", HTTP_X_REQUEST_ID="one-2").status_code == 200
+    [record] = request_records(caplog)
+    line = json.loads(JsonFormatter().format(record))
+    assert (line["requestId"], line["route"], line["status"]) == (
+        "one-2",
+        "v1/files/<str:file_id>",
+        200,
+    )
+    assert line["projectId"] == owner.project.id
+    assert line["keyPrefix"] == owner.key.api_key.prefix
+    caplog.clear()
+    anonymous = Client().get(
+        f"/v1/files/{file_id}", HTTP_AUTHORIZATION="Bearer sk_test_" + "x" * 43
+    )
+    assert anonymous.status_code == 401
+    [record] = request_records(caplog)
+    assert (record.status, record.projectId) == (401, None)  # type: ignore[attr-defined]

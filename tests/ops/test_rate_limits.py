@@ -24,7 +24,7 @@ from django.test.utils import override_settings
 
 from accounts import throttling
 from tests.factories import Actor, make_actor
-from tests.helpers import error_code
+from tests.helpers import error_code, start_upload
 from tests.servers import free_port
 
 pytestmark = pytest.mark.django_db
@@ -168,3 +168,22 @@ def test_the_budget_is_shared_across_api_processes(
             statuses.append(requests.get(f"{base}/v1/me", headers=headers, timeout=10).status_code)
     assert statuses.count(200) == 6
     assert statuses.count(429) == 4
+
+
+@override_settings(SERVICE_RATE_LIMIT_READS_PER_MINUTE=4)
+def test_the_single_file_read_counts_every_request(
+    limiter_redis: RedisServer, owner: Actor
+) -> None:
+    """GET /v1/files/<id> resolves its key in the same query as its file (issue 14): the
+    count is still one per request, found or not, and a refused request is refused before
+    the file is answered."""
+    file_id = start_upload(owner)["file"]["id"]
+    missing = "file_00000000000000000000000000"
+    statuses = [owner.get(f"/v1/files/{file_id}").status_code for _ in range(2)]
+    statuses += [owner.get(f"/v1/files/{missing}").status_code for _ in range(2)]
+    limited = owner.get(f"/v1/files/{file_id}")
+    assert statuses == [200, 200, 404, 404]
+    assert limited.status_code == 429 and error_code(limited) == "RATE_LIMITED"
+    assert "data" not in limited.json()
+    reads = [k for k in limiter_redis.counters(owner) if b":r:" in k]
+    assert [int(limiter_redis.client.get(k) or 0) for k in reads] == [5]

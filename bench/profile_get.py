@@ -1,0 +1,175 @@
+"""Where one GET /v1/files/<id> spends its time, in-process: the WSGI application called
+directly (no network, no gunicorn), 3 x 2,000 requests timed, then 2,000 under cProfile.
+
+    .venv/bin/python bench/profile_get.py [--requests 2000] [--top 25]
+
+Prints the mean wall time per request (median and range of the 3 timed runs), then the
+cumulative time per request of the parts named in docs/performance.md (key lookup, file
+query, rate-limit count, request log, rendering, middleware), and the top functions by their
+own time. cProfile's overhead inflates every figure by a similar factor: read the shares, not
+the absolute times, from the profile. Uses the bench database with a fresh project of its
+own, deleted afterwards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import os
+import pstats
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import _common as bench
+
+# (label, file suffix, function name): cumulative time of these, per request.
+PARTS = [
+    ("whole request (WSGI application)", "django/core/handlers/wsgi.py", "__call__"),
+    ("key and file in one query (SQL)", "files/selectors.py", "file_get_with_key"),
+    ("key lookup alone (SQL; other endpoints)", "accounts/selectors.py", "api_key_resolve"),
+    ("file query alone (SQL; not GET's path)", "files/selectors.py", "file_get"),
+    ("rate-limit count (Redis)", "accounts/throttling.py", "allow_request"),
+    ("request log line", "logging/__init__.py", "info"),
+    ("JSON rendering", "rest_framework/renderers.py", "render"),
+    ("shape (file_json)", "files/serializers.py", "file_json"),
+    ("DRF dispatch (view, auth, throttle, render)", "rest_framework/views.py", "dispatch"),
+    ("URL resolving", "django/urls/resolvers.py", "resolve"),
+    ("psycopg execute (all SQL)", "django/db/backends/utils.py", "execute"),
+    ("redis execute (all Redis)", "redis/client.py", "execute"),
+    ("close_old_connections (request_finished)", "django/db/__init__.py", "close_old_connections"),
+]
+
+
+def wsgi_get(
+    application: Callable[..., Any], path: str, key: str, body: bytes | None = None
+) -> Callable[[], int]:
+    path, _, query = path.partition("?")
+    environ_base = {
+        "REQUEST_METHOD": "GET" if body is None else "POST",
+        "PATH_INFO": path,
+        "QUERY_STRING": query,
+        "CONTENT_TYPE": "application/json",
+        "CONTENT_LENGTH": str(len(body or b"")),
+        "SERVER_NAME": "127.0.0.1",
+        "SERVER_PORT": "80",
+        "HTTP_HOST": "127.0.0.1",
+        "HTTP_AUTHORIZATION": f"Bearer {key}",
+        "HTTP_ACCEPT": "application/json",
+        "wsgi.url_scheme": "http",
+        "wsgi.input": io.BytesIO(b""),
+        "wsgi.errors": sys.stderr,
+        "SERVER_PROTOCOL": "HTTP/1.1",
+    }
+    status: list[str] = []
+
+    def start_response(code: str, headers: list[tuple[str, str]]) -> None:
+        status.append(code)
+
+    def one() -> int:
+        status.clear()
+        environ = dict(environ_base, **{"wsgi.input": io.BytesIO(body or b"")})
+        answer = application(environ, start_response)
+        b"".join(answer)
+        answer.close()
+        return int(status[0].split()[0])
+
+    return one
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--top", type=int, default=25)
+    parser.add_argument(
+        "--endpoint",
+        choices=["get", "list", "upload"],
+        default="get",
+        help="GET /v1/files/<id> (default), the list of 20, or POST /v1/files/upload",
+    )
+    args = parser.parse_args()
+
+    url = bench.bench_database_url()
+    bench.ensure_database(url)
+    # The limiter stays on (its Redis round trip is measured), with budgets never reached.
+    os.environ["SERVICE_RATE_LIMIT_READS_PER_MINUTE"] = str(10**9)
+    os.environ["SERVICE_RATE_LIMIT_WRITES_PER_MINUTE"] = str(10**9)
+    bench.setup_django(url)
+    import logging
+
+    from accounts.services import api_key_issue, project_create
+    from files.models import File
+    from storage_service.wsgi import application
+
+    # The request log goes to stderr in the server; here to nowhere, but still formatted.
+    logging.getLogger().handlers[0].stream = io.StringIO()  # type: ignore[attr-defined]
+    project = project_create(name=f"bench-profile-get-{int(time.time())}")
+    try:
+        bench.seed_files(
+            url,
+            project_id=project.id,
+            object_id=bench.shared_object(project.id),
+            rows=100,
+            rebuild_indexes=False,
+        )
+        key = api_key_issue(project=project, environment="test", name="profile").raw_key
+        file_id = (
+            File.objects.filter(project=project, status="uploaded", metadata__isnull=False)
+            .values_list("id", flat=True)
+            .first()
+        )
+        if args.endpoint == "list":
+            one = wsgi_get(application, "/v1/files?limit=20", key)
+        elif args.endpoint == "upload":
+            upload = b'{"filename":"p.png","contentType":"image/png","size":1024}'
+            one = wsgi_get(application, "/v1/files/upload", key, upload)
+        else:
+            one = wsgi_get(application, f"/v1/files/{file_id}", key)
+        assert one() in (200, 201)
+        for _ in range(200):  # warm up
+            one()
+        runs = []
+        for _ in range(3):
+            started = time.perf_counter()
+            for _ in range(args.requests):
+                one()
+            runs.append((time.perf_counter() - started) / args.requests * 1000)
+        profile = cProfile.Profile()
+        profile.enable()
+        for _ in range(args.requests):
+            one()
+        profile.disable()
+    finally:
+        bench.delete_project(url, project.id)
+
+    print(
+        f"\n{args.endpoint} in-process: {statistics.median(runs):.3f} ms per request "
+        f"(3 runs of {args.requests}: {min(runs):.3f}-{max(runs):.3f} ms)\n"
+    )
+    stats = pstats.Stats(profile)
+    raw: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]
+    whole = 0.0
+    rows = []
+    for label, suffix, name in PARTS:
+        total = sum(
+            cumulative
+            for (filename, _, function), (_, _, _, cumulative, _) in raw.items()
+            if filename.endswith(suffix) and function == name
+        )
+        per = total / args.requests * 1000
+        whole = whole or per
+        rows.append([label, f"{per:.3f}", f"{per / whole:.0%}"])
+    print("Under cProfile, cumulative per request:")
+    print(bench.table(["part", "ms", "share"], rows))
+    print(f"\nTop {args.top} functions by own time:")
+    out = io.StringIO()
+    pstats.Stats(profile, stream=out).sort_stats("tottime").print_stats(args.top)
+    print("\n".join(out.getvalue().splitlines()[6:]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

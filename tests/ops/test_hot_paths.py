@@ -1,0 +1,125 @@
+"""What the hot paths' shortcuts (issue 14) must not change: a revoked key stops at once on
+the key-joined read, every way of sending a bad key answers as before, the admin keeps its
+sessions and CSRF check while API answers carry nothing of them, and a connection PostgreSQL
+closed is not reused by the socket-level health check."""
+
+from __future__ import annotations
+
+import time
+
+import psycopg
+import pytest
+from django.contrib.auth.models import User
+from django.db import connection
+from django.test import Client
+from rest_framework.test import APIClient
+
+from accounts.services import api_key_revoke
+from tests.factories import Actor
+from tests.helpers import error_code, start_upload
+from tests.subprocesses import database_url
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_revoked_key_is_refused_by_the_next_single_file_read(owner: Actor) -> None:
+    file_id = start_upload(owner)["file"]["id"]
+    assert owner.get(f"/v1/files/{file_id}").status_code == 200
+    api_key_revoke(key_id=owner.key.api_key.id)
+    refused = owner.get(f"/v1/files/{file_id}")
+    assert refused.status_code == 401 and error_code(refused) == "UNAUTHENTICATED"
+    assert refused["WWW-Authenticate"] == "Bearer"
+    assert "data" not in refused.json()
+
+
+@pytest.mark.parametrize(
+    ("header", "message"),
+    [
+        (None, "Send 'Authorization: Bearer <API key>'."),
+        ("Basic abc", "The Authorization header must be 'Bearer <API key>'."),
+        ("Bearer ", "The Authorization header must be 'Bearer <API key>'."),
+        ("Bearer not-a-key", "The API key is unknown or has been revoked."),
+        ("Bearer sk_test_" + "A" * 43, "The API key is unknown or has been revoked."),
+    ],
+)
+def test_bad_keys_answer_the_same_on_the_single_file_read_as_elsewhere(
+    owner: Actor, header: str | None, message: str
+) -> None:
+    file_id = start_upload(owner)["file"]["id"]
+    client = APIClient()
+    if header is not None:
+        client.credentials(HTTP_AUTHORIZATION=header)
+    for path in (f"/v1/files/{file_id}", "/v1/files/not-an-id", "/v1/me"):
+        refused = client.get(path)
+        assert refused.status_code == 401, path
+        assert refused.json()["error"] == {"code": "UNAUTHENTICATED", "message": message}, path
+
+
+def test_another_projects_file_is_404_on_the_key_joined_read(owner: Actor, sibling: Actor) -> None:
+    file_id = start_upload(owner)["file"]["id"]
+    for path in (f"/v1/files/{file_id}", "/v1/files/file_00000000000000000000000000"):
+        missing = sibling.get(path)
+        assert missing.status_code == 404 and error_code(missing) == "FILE_NOT_FOUND"
+
+
+def test_api_answers_carry_nothing_of_the_admins_middleware(owner: Actor) -> None:
+    file_id = start_upload(owner)["file"]["id"]
+    answer = owner.get(f"/v1/files/{file_id}")
+    assert answer.status_code == 200
+    assert "Set-Cookie" not in answer and "Cookie" not in answer.get("Vary", "")
+    # What the outer middleware adds stays: security headers, frame denial, request id.
+    assert answer["X-Content-Type-Options"] == "nosniff"
+    assert answer["X-Frame-Options"] == "DENY"
+    assert answer["X-Request-Id"]
+
+
+def test_the_admin_keeps_sessions_and_its_csrf_check() -> None:
+    User.objects.create_superuser("staff", "staff@example.test", "pw")
+    browser = Client(enforce_csrf_checks=True)
+    form = browser.get("/admin/login/")
+    assert form.status_code == 200
+    # Without the token the form carries, the POST is refused (CSRF runs for the admin).
+    refused = browser.post("/admin/login/", {"username": "staff", "password": "pw"})
+    assert refused.status_code == 403
+    token = form.cookies["csrftoken"].value
+    logged_in = browser.post(
+        "/admin/login/",
+        {"username": "staff", "password": "pw", "csrfmiddlewaretoken": token},
+    )
+    assert logged_in.status_code == 302
+    assert "sessionid" in logged_in.cookies
+    assert browser.get("/admin/").status_code == 200  # the session, read back
+    assert browser.get("/static/admin/css/base.css").status_code == 200  # whitenoise
+
+
+def test_csrf_middleware_guards_every_path_but_the_apis() -> None:
+    """Outside /v1/ the CSRF middleware's own check still runs (the catch-all 404 view is not
+    exempt); under /v1/ an unknown route answers the contract's 404, not a CSRF 403."""
+    browser = Client(enforce_csrf_checks=True)
+    refused = browser.post("/nothing-here")
+    assert refused.status_code == 403
+    assert refused.json()["error"] == {"code": "FORBIDDEN", "message": "CSRF verification failed."}
+    missing = browser.post("/v1/nothing-here")
+    assert missing.status_code == 404 and error_code(missing) == "NOT_FOUND"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_connection_postgresql_closed_is_not_reused() -> None:
+    connection.ensure_connection()
+    assert connection.connection is not None
+    assert connection.is_usable()  # a quiet socket: usable, without a query
+    pid = connection.connection.info.backend_pid
+    with psycopg.connect(database_url(), autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    deadline = time.monotonic() + 5
+    while connection.is_usable():
+        assert time.monotonic() < deadline, "the closed connection still looks usable"
+        time.sleep(0.05)
+    # As at the start of a request: the health check closes it, the next query reconnects.
+    assert connection.health_check_enabled  # type: ignore[attr-defined]
+    connection.health_check_done = False  # type: ignore[attr-defined]
+    connection.close_if_health_check_failed()
+    assert connection.connection is None
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+        assert cursor.fetchone() == (1,)
