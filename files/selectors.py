@@ -9,7 +9,7 @@ from typing import Any
 from django.db import connection
 from django.db.models import QuerySet
 
-from accounts.models import Project
+from accounts.tenancy import Tenant
 from files.filters import FileFilter
 from files.models import File
 from storage_service.errors import FileNotFound, ValidationError
@@ -40,29 +40,30 @@ def _file_get_sql() -> str:
     _, cols = columns(File)
     return (
         f"SELECT {cols} FROM files_file"
-        " WHERE files_file.id = %s AND files_file.project_id = %s"
+        " WHERE files_file.id = %s AND files_file.project_id = %s AND files_file.mode = %s"
         " AND files_file.status <> 'deleted'"
     )
 
 
-def file_get(*, project: Project, file_id: str) -> File:
-    """A visible file of the project; deleted, foreign and unknown files are all 404.
+def file_get(*, tenant: Tenant, file_id: str) -> File:
+    """A visible file of the tenant; deleted, foreign (another project or mode) and unknown
+    files are all 404.
 
     The single-file read is the commonest request, so it is one hand-built query
-    (storage_service/fastfetch.py), scoped to the project like every lookup.
+    (storage_service/fastfetch.py), scoped to the tenant (project and mode) like every lookup.
     """
     if not looks_like_id(file_id, "file"):
         raise FileNotFound("No such file.")
-    row = fetch_row(_file_get_sql(), [file_id, project.id])
+    row = fetch_row(_file_get_sql(), [file_id, tenant.project_id, tenant.mode])
     if row is None:
         raise FileNotFound("No such file.")
     file = instance(File, row)
-    file.project = project
+    file.project = tenant.project
     return file
 
 
-def file_list(*, project: Project, filters: dict[str, str], options: FileListOptions) -> Page[File]:
-    """One page of the project's files.
+def file_list(*, tenant: Tenant, filters: dict[str, str], options: FileListOptions) -> Page[File]:
+    """One page of the tenant's files.
 
     ``filters`` are the query's filter parameters (``search``, ``path``, ``status``,
     ``contentType``), validated and applied by ``FileFilter``. Deleted files are left out
@@ -70,7 +71,7 @@ def file_list(*, project: Project, filters: dict[str, str], options: FileListOpt
     is a keyset page served by the index of that sort; ``search`` has its own plan
     (``_search_page``).
     """
-    filterset = FileFilter(data=filters, queryset=File.objects.for_project(project))
+    filterset = FileFilter(data=filters, queryset=File.objects.for_tenant(tenant))
     if not filterset.is_valid():
         raise ValidationError(
             "The query is invalid.",
@@ -150,29 +151,29 @@ class Folder:
 
 
 def folder_list(
-    *, project: Project, parent: str | None, limit: int = 100, cursor: str | None = None
+    *, tenant: Tenant, parent: str | None, limit: int = 100, cursor: str | None = None
 ) -> Page[Folder]:
     """The direct child folders of ``parent`` (None: the root), by name.
 
     Folders are derived from the paths of visible files: a folder exists while a file is in
     it or below it, and ``fileCount`` counts those files. The prefix match is served by the
-    ``(project, path)`` index.
+    ``(project, mode, path)`` index.
     """
     scope = f"folders:{parent or ''}"
     after = decode_cursor(cursor, scope)[0] if cursor else None
     if parent is None:
         child = "split_part(path, '/', 1)"
         where = "path IS NOT NULL"
-        sql_params: list[Any] = [project.id]
+        sql_params: list[Any] = [tenant.project_id, tenant.mode]
     else:
         child = "split_part(substr(path, %s), '/', 1)"
         where = "path LIKE %s"
         prefix = connection.ops.prep_for_like_query(parent) + "/%"
-        sql_params = [len(parent) + 2, project.id, prefix]
+        sql_params = [len(parent) + 2, tenant.project_id, tenant.mode, prefix]
     sql = f"""
         SELECT name, count(*) FROM (
             SELECT {child} AS name FROM files_file
-            WHERE project_id = %s AND status <> 'deleted' AND {where}
+            WHERE project_id = %s AND mode = %s AND status <> 'deleted' AND {where}
         ) AS children
         WHERE name <> '' {"AND name > %s" if after is not None else ""}
         GROUP BY name ORDER BY name LIMIT %s

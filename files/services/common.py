@@ -15,7 +15,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from accounts.models import Project
+from accounts.tenancy import Tenant
 from files import hooks
 from files.models import File, FileVersion, StoredObject
 from storage_service import objectstore
@@ -43,11 +43,11 @@ class StartedUpload:
 # --- Helpers -------------------------------------------------------------------------------
 
 
-def lock_file(project: Project, file_id: str, *, include_deleted: bool = False) -> File:
+def lock_file(tenant: Tenant, file_id: str, *, include_deleted: bool = False) -> File:
     """The file row, locked for this transaction; 404 when missing, foreign or deleted."""
     if not looks_like_id(file_id, "file"):
         raise FileNotFound("No such file.")
-    queryset = File.objects.for_project(project).select_for_update()
+    queryset = File.objects.for_tenant(tenant).select_for_update()
     if not include_deleted:
         queryset = queryset.visible()
     # No select_related here: when this statement waits for another transaction's lock,
@@ -56,15 +56,15 @@ def lock_file(project: Project, file_id: str, *, include_deleted: bool = False) 
     file = queryset.filter(id=file_id).first()
     if file is None:
         raise FileNotFound("No such file.")
-    file.project = project  # the caller's instance, so events read no extra row
+    file.project = tenant.project  # the caller's instance, so events read no extra row
     return file
 
 
-def new_object(project: Project, *, content_type: str, size: int) -> StoredObject:
+def new_object(tenant: Tenant, *, content_type: str, size: int) -> StoredObject:
     ttl = settings.SERVICE_UPLOAD_URL_TTL_SECONDS
     return StoredObject.objects.create(
-        project=project,
-        storage_key=objectstore.new_key(project.id),
+        **tenant.owner(),
+        storage_key=objectstore.new_key(tenant.project_id),
         declared_type=content_type,
         declared_size=size,
         upload_expires_at=timezone.now() + timedelta(seconds=ttl),

@@ -8,7 +8,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from accounts.models import Project
+from accounts.tenancy import Tenant
 from files.events import record_file_event
 from files.models import File, StoredObject
 from files.services.common import (
@@ -27,10 +27,10 @@ from webhooks.models import Event
 # --- Delete, restore, purge ----------------------------------------------------------------
 
 
-def file_delete(*, project: Project, file_id: str) -> File:
+def file_delete(*, tenant: Tenant, file_id: str) -> File:
     """Soft delete: the bytes stay for the grace window; a pending replacement is dropped."""
     with transaction.atomic():
-        file = lock_file(project, file_id)
+        file = lock_file(tenant, file_id)
         now = timezone.now()
         file.status_before_delete = file.status
         file.status = Status.DELETED
@@ -53,10 +53,10 @@ def file_delete(*, project: Project, file_id: str) -> File:
         return file
 
 
-def file_restore(*, project: Project, file_id: str) -> File:
+def file_restore(*, tenant: Tenant, file_id: str) -> File:
     """Bring a soft-deleted file back, as long as its bytes have not been purged."""
     with transaction.atomic():
-        file = lock_file(project, file_id, include_deleted=True)
+        file = lock_file(tenant, file_id, include_deleted=True)
         if file.status != Status.DELETED:
             raise FileNotDeleted(f"The file is {file.status}, not deleted.")
         if file.purged_at is not None or file.current_object.state == StoredObject.State.PURGED:

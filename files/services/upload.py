@@ -7,7 +7,7 @@ from typing import Any
 
 from django.db import transaction
 
-from accounts.models import Project
+from accounts.tenancy import Tenant
 from files import hooks
 from files.events import record_file_event
 from files.models import File
@@ -35,7 +35,7 @@ from webhooks.models import Event
 
 def file_upload_start(
     *,
-    project: Project,
+    tenant: Tenant,
     filename: str,
     content_type: str,
     size: int,
@@ -55,12 +55,12 @@ def file_upload_start(
     check_single_put_size(size)
     with transaction.atomic():
         if idempotency_key is not None:
-            replay = _idempotent_replay(project, idempotency_key, request_hash)
+            replay = _idempotent_replay(tenant, idempotency_key, request_hash)
             if replay is not None:
                 return replay
-        stored = new_object(project, content_type=content_type, size=size)
+        stored = new_object(tenant, content_type=content_type, size=size)
         file = File.objects.create(
-            project=project,
+            **tenant.owner(),
             filename=filename,
             path=path,
             content_type=content_type,
@@ -71,7 +71,7 @@ def file_upload_start(
         upload = presign_upload(stored)
         if idempotency_key is not None:
             idempotency_remember(
-                project=project,
+                tenant=tenant,
                 key=idempotency_key,
                 request_hash=request_hash,
                 kind=SINGLE,
@@ -87,8 +87,8 @@ def file_upload_start(
     return StartedUpload(file=file, upload=upload)
 
 
-def _idempotent_replay(project: Project, key: str, request_hash: str) -> StartedUpload | None:
-    record = idempotency_claim(project=project, key=key, request_hash=request_hash, kind=SINGLE)
+def _idempotent_replay(tenant: Tenant, key: str, request_hash: str) -> StartedUpload | None:
+    record = idempotency_claim(tenant=tenant, key=key, request_hash=request_hash, kind=SINGLE)
     if record is None:
         return None
     file = File.objects.get(id=record.file_id)
@@ -102,7 +102,7 @@ def _idempotent_replay(project: Project, key: str, request_hash: str) -> Started
     return StartedUpload(file=file, upload=upload, replayed=True)
 
 
-def file_complete(*, project: Project, file_id: str) -> File:
+def file_complete(*, tenant: Tenant, file_id: str) -> File:
     """Verify the uploaded bytes and publish version 1.
 
     1. Lock the file; only a pending file can complete (409 FILE_NOT_PENDING), and not one
@@ -114,7 +114,7 @@ def file_complete(*, project: Project, file_id: str) -> File:
     3. Otherwise the file becomes ``uploaded`` with its checksum; ``file.uploaded``.
     """
     with transaction.atomic():
-        file = lock_file(project, file_id)
+        file = lock_file(tenant, file_id)
         if file.status != Status.PENDING:
             raise FileNotPending(f"The file is {file.status}; only a pending file can complete.")
         # A multipart file completes through its session (uploads refuses it here).
