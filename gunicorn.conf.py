@@ -7,4 +7,10 @@ past gunicorn's default request-line limit of 4,094 bytes, where it would answer
 to a request the API documents as valid. 0 lifts gunicorn's own limit to its 1 MiB ceiling.
 """
 
+import os
+
 limit_request_line = 0
+
+# The worker timeout: a request still running after it is killed. Django settings read the
+# same variable and refuse an object-store budget that does not fit inside it.
+timeout = int(os.environ.get("API_TIMEOUT_SECONDS", "30"))

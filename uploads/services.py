@@ -18,7 +18,7 @@ from django.utils import timezone
 from accounts.tenancy import Tenant
 from files.events import record_file_event
 from files.models import File, IdempotencyRecord, StoredObject
-from files.services.common import discard, publish, verify
+from files.services.common import Verified, discard, publish, verify
 from files.services.idempotency import MULTIPART, idempotency_claim, idempotency_remember
 from storage_service import objectstore
 from storage_service.errors import (
@@ -392,57 +392,72 @@ def _lock_file(session: UploadSession, tenant: Tenant) -> File:
 def upload_complete(*, tenant: Tenant, upload_id: str, parts: list[tuple[int, str]]) -> File:
     """Assemble the parts and publish the file.
 
-    1. Lock the session, then its file. Only an active, unexpired session completes (409
-       UPLOAD_NOT_ACTIVE); a concurrent complete or abort waits here and then sees the
-       outcome of the first.
+    The store is asked with no row locked (a slow store blocks no other request), then one
+    short transaction locks, re-checks and writes:
+
+    1. Only an active, unexpired session of a pending file completes (409 UPLOAD_NOT_ACTIVE,
+       FILE_NOT_PENDING).
     2. The list must be parts 1..N (409 UPLOAD_PARTS_INCOMPLETE).
     3. The store must hold each with that etag and its exact length (409
        UPLOAD_PARTS_INCOMPLETE / UPLOAD_SIZE_MISMATCH); nothing changes, so the client can
        PUT a part again and retry.
     4. Assemble at the store, then verify the object (real size, type, checksum). If the store
-       no longer has the upload but has the object, a previous complete assembled it and then
-       failed before committing: verify and publish that object.
-    5. Verified: publish version 1, session completed; ``upload.completed`` and
-       ``file.uploaded``. Refused: session aborted, file failed, and the answer says why.
+       no longer has the upload but has the object, a previous (or concurrent) complete
+       assembled it: verify that object.
+    5. Lock the session, then its file, and check 1 again: of two concurrent completes, or a
+       complete and an abort, the later sees the outcome of the first and is refused, as if it
+       had waited for it. Verified: publish version 1, session completed; ``upload.completed``
+       and ``file.uploaded``. Refused: session aborted, file failed, and the answer says why.
     """
+    session = upload_get(tenant=tenant, upload_id=upload_id)
+    _check_open(session)
+    file = File.objects.get(id=session.file_id)
+    if file.status != File.Status.PENDING:
+        raise FileNotPending(f"The upload's file is {file.status}; restore it first.")
+    _check_listed(session, parts)
+    stored = session.stored_object
+    key, provider_id = stored.storage_key, session.provider_upload_id
+    held = objectstore.multipart_parts(key=key, upload_id=provider_id)
+    assembled = False
+    if held is not None:
+        _check_held(session, parts, held)
+        try:
+            assembled = objectstore.multipart_complete(
+                key=key, upload_id=provider_id, parts=sorted(parts)
+            )
+        except objectstore.MultipartRefused as exc:
+            raise UploadPartsIncomplete(
+                "The store refused the parts (one was replaced meanwhile?); list them again.",
+                details={"storeCode": exc.code},
+            ) from exc
+    outcome: Verified | ApiError | None = None  # None: the store lost the upload
+    if assembled or objectstore.head(key) is not None:
+        outcome = verify(stored)
+
     refusal: ApiError | None = None
     with transaction.atomic():
         session = upload_lock(tenant=tenant, upload_id=upload_id)
-        _check_open(session)
+        # Only the status: a session that expires while the store assembles it still
+        # completes; its client asked in time.
+        if session.status != Status.ACTIVE:
+            raise UploadNotActive(f"The upload is {session.status}.")
         file = _lock_file(session, tenant)
         if file.status != File.Status.PENDING:
             raise FileNotPending(f"The upload's file is {file.status}; restore it first.")
-        _check_listed(session, parts)
         stored = session.stored_object
-        key, provider_id = stored.storage_key, session.provider_upload_id
-        held = objectstore.multipart_parts(key=key, upload_id=provider_id)
-        assembled = False
-        if held is not None:
-            _check_held(session, parts, held)
-            try:
-                assembled = objectstore.multipart_complete(
-                    key=key, upload_id=provider_id, parts=sorted(parts)
-                )
-            except objectstore.MultipartRefused as exc:
-                raise UploadPartsIncomplete(
-                    "The store refused the parts (one was replaced meanwhile?); list them again.",
-                    details={"storeCode": exc.code},
-                ) from exc
-        if not assembled and objectstore.head(key) is None:
+        if outcome is None:
             _end(session, file, Reason.LOST)
             refusal = UploadNotActive("The store no longer holds this upload; start a new one.")
+        elif isinstance(outcome, ApiError):
+            _end(session, file, Reason.REFUSED)
+            refusal = outcome
         else:
-            verified = verify(stored)
-            if isinstance(verified, ApiError):
-                _end(session, file, Reason.REFUSED)
-                refusal = verified
-            else:
-                publish(file, stored, verified, version=1)
-                session.status = Status.COMPLETED
-                session.completed_at = timezone.now()
-                session.save(update_fields=["status", "completed_at", "updated_at"])
-                _upload_event(Event.Type.UPLOAD_COMPLETED, session, file, checksum=file.checksum)
-                record_file_event(Event.Type.FILE_UPLOADED, file, checksum=file.checksum)
+            publish(file, stored, outcome, version=1)
+            session.status = Status.COMPLETED
+            session.completed_at = timezone.now()
+            session.save(update_fields=["status", "completed_at", "updated_at"])
+            _upload_event(Event.Type.UPLOAD_COMPLETED, session, file, checksum=file.checksum)
+            record_file_event(Event.Type.FILE_UPLOADED, file, checksum=file.checksum)
     if refusal is not None:
         raise refusal  # after the commit, so the aborted session and failed file are kept
     return file

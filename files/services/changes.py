@@ -14,6 +14,7 @@ from files.models import File, FileVersion
 from files.services.common import (
     Status,
     lock_file,
+    read_file,
 )
 from storage_service import objectstore
 from storage_service.errors import (
@@ -96,12 +97,18 @@ def file_copy(
 def file_download_url(
     *, tenant: Tenant, file_id: str, expires_in: int = 3600
 ) -> objectstore.PresignedDownload:
+    """A presigned GET of the file's current version, its event and its bandwidth.
+
+    Lock-free: the file row is read, not locked (a URL is a snapshot of the version read;
+    a replace or delete meanwhile changes later URLs), so downloads of a popular file never
+    queue behind each other or behind a change of the file.
+    """
+    file = read_file(tenant, file_id)
+    if file.status != Status.UPLOADED:
+        raise FileNotUploaded(
+            f"The file is {file.status}; only an uploaded file can be downloaded."
+        )
     with transaction.atomic():
-        file = lock_file(tenant, file_id)
-        if file.status != Status.UPLOADED:
-            raise FileNotUploaded(
-                f"The file is {file.status}; only an uploaded file can be downloaded."
-            )
         download = objectstore.presign_get(
             key=file.current_object.storage_key,
             expires_in=expires_in,

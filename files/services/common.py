@@ -3,6 +3,11 @@
 Each transition locks the file row (``select_for_update``) and re-checks the state under the
 lock, so two concurrent calls give one success and one 409, never two successes. Events are
 written in the same transaction (the outbox in ``webhooks``).
+
+No object-store call is made under a row lock: a transition that asks the store (complete,
+replace complete, restore) reads and checks the row without a lock, asks the store, then
+locks, re-checks that nothing changed meanwhile, and writes, in one short transaction. A
+store that hangs holds no lock and blocks no other request.
 """
 
 from __future__ import annotations
@@ -41,6 +46,22 @@ class StartedUpload:
 
 
 # --- Helpers -------------------------------------------------------------------------------
+
+
+def read_file(tenant: Tenant, file_id: str, *, include_deleted: bool = False) -> File:
+    """The file row, read without a lock (before the store calls); 404 like ``lock_file``."""
+    if not looks_like_id(file_id, "file"):
+        raise FileNotFound("No such file.")
+    queryset = File.objects.for_tenant(tenant)
+    if not include_deleted:
+        queryset = queryset.visible()
+    file = (
+        queryset.select_related("current_object", "replacement_object").filter(id=file_id).first()
+    )
+    if file is None:
+        raise FileNotFound("No such file.")
+    file.project = tenant.project
+    return file
 
 
 def lock_file(tenant: Tenant, file_id: str, *, include_deleted: bool = False) -> File:

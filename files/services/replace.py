@@ -17,6 +17,7 @@ from files.services.common import (
     new_object,
     presign_upload,
     publish,
+    read_file,
     verify,
 )
 from storage_service.errors import (
@@ -66,12 +67,15 @@ def file_replace_complete(*, tenant: Tenant, file_id: str) -> File:
     The previous version's object is kept (its FileVersion row still points at it). Bytes of
     another size or a contradicting type cancel the replacement (the client starts another).
     """
+    stored = read_file(tenant, file_id).replacement_object
+    if stored is None:
+        raise NoReplaceInProgress("No replacement is pending for this file.")
+    verified = verify(stored)  # no lock held while the store answers
     with transaction.atomic():
         file = lock_file(tenant, file_id)
-        stored = file.replacement_object
-        if stored is None:
+        if file.replacement_object_id != stored.id:
+            # Completed, cancelled or replaced by another replacement meanwhile.
             raise NoReplaceInProgress("No replacement is pending for this file.")
-        verified = verify(stored)
         if isinstance(verified, ApiError):
             file.replacement_object = None
             file.save(update_fields=["replacement_object", "updated_at"])

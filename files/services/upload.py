@@ -20,6 +20,7 @@ from files.services.common import (
     new_object,
     presign_upload,
     publish,
+    read_file,
     verify,
 )
 from files.services.idempotency import SINGLE, idempotency_claim, idempotency_remember
@@ -105,24 +106,27 @@ def _idempotent_replay(tenant: Tenant, key: str, request_hash: str) -> StartedUp
 def file_complete(*, tenant: Tenant, file_id: str) -> File:
     """Verify the uploaded bytes and publish version 1.
 
-    1. Lock the file; only a pending file can complete (409 FILE_NOT_PENDING), and not one
-       another app uploads (a multipart file: 409 UPLOAD_IS_MULTIPART, from uploads).
-    2. Read the stored object's real size and type. No bytes yet: 409 OBJECT_NOT_FOUND and
-       nothing changes. Bytes of another size or a contradicting type: the file becomes
-       ``failed`` (the presigned PUT cannot overwrite them, so they can never become right)
-       and the answer says why.
+    1. Only a pending file can complete (409 FILE_NOT_PENDING), and not one another app
+       uploads (a multipart file: 409 UPLOAD_IS_MULTIPART, from uploads).
+    2. Read the stored object's real size and type, with no lock held. No bytes yet: 409
+       OBJECT_NOT_FOUND and nothing changes. Then lock the file and check 1 again. Bytes of
+       another size or a contradicting type: the file becomes ``failed`` (the presigned PUT
+       cannot overwrite them, so they can never become right) and the answer says why.
     3. Otherwise the file becomes ``uploaded`` with its checksum; ``file.uploaded``.
     """
+    file = read_file(tenant, file_id)
+    _check_completable(file)
+    stored = file.current_object
+    # The store's answers, with no row locked: a slow store holds no lock.
+    verified = verify(stored)
     with transaction.atomic():
         file = lock_file(tenant, file_id)
-        if file.status != Status.PENDING:
-            raise FileNotPending(f"The file is {file.status}; only a pending file can complete.")
-        # A multipart file completes through its session (uploads refuses it here).
-        for owned in hooks.single_complete_refusal.send(file=file):
-            if owned is not None:
-                raise owned
+        # Re-checked under the lock: of two concurrent completes, the second sees the first's
+        # outcome and is refused (409), exactly as if it had waited for it.
+        _check_completable(file)
+        if file.current_object_id != stored.id:
+            raise FileNotPending("The file changed while its bytes were checked; retry.")
         stored = file.current_object
-        verified = verify(stored)
         if isinstance(verified, ApiError):
             file.status = Status.FAILED
             file.save(update_fields=["status", "updated_at"])
@@ -135,3 +139,12 @@ def file_complete(*, tenant: Tenant, file_id: str) -> File:
     if refusal is not None:
         raise refusal  # after the commit, so the file's failed state is kept
     return file
+
+
+def _check_completable(file: File) -> None:
+    if file.status != Status.PENDING:
+        raise FileNotPending(f"The file is {file.status}; only a pending file can complete.")
+    # A multipart file completes through its session (uploads refuses it here).
+    for owned in hooks.single_complete_refusal.send(file=file):
+        if owned is not None:
+            raise owned
