@@ -79,7 +79,8 @@ def _make_client(
     config = Config(
         signature_version="s3v4",
         s3=cast(Any, {"addressing_style": settings.AWS_S3_ADDRESSING_STYLE}),
-        retries={"max_attempts": attempts, "mode": "standard"},
+        # total_max_attempts counts the first attempt; botocore's max_attempts does not.
+        retries={"total_max_attempts": attempts, "mode": "standard"},
         connect_timeout=connect_timeout,
         read_timeout=read_timeout,
         max_pool_connections=32,
