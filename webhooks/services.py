@@ -26,6 +26,7 @@ from webhooks.models import Delivery, Endpoint, Event
 from webhooks.network import UrlRefused, validate_webhook_url
 from webhooks.signing import new_secret
 
+# Per project *and* mode: test and live endpoints are separate data, each mode its own 20.
 MAX_ENDPOINTS_PER_PROJECT = 20
 EVENT_TYPES: tuple[str, ...] = tuple(Event.Type.values)
 
@@ -115,7 +116,8 @@ def endpoint_create(*, tenant: Tenant, url: str, events: list[str] | None) -> Re
         Project.objects.select_for_update().filter(id=tenant.project_id).values_list("id").get()
         if Endpoint.objects.for_tenant(tenant).count() >= MAX_ENDPOINTS_PER_PROJECT:
             raise WebhookLimitReached(
-                f"A project may have at most {MAX_ENDPOINTS_PER_PROJECT} webhook endpoints.",
+                f"A project may have at most {MAX_ENDPOINTS_PER_PROJECT} webhook endpoints"
+                " in each mode (test, live).",
                 details={"limit": MAX_ENDPOINTS_PER_PROJECT},
             )
         endpoint = Endpoint.objects.create(

@@ -30,7 +30,10 @@ class WebhookViewSet(viewsets.ViewSet):
     @extend_schema(
         tags=["webhooks"],
         summary="Register an endpoint (the answer is the only time its secret is shown)",
-        description=f"A project has at most {MAX_ENDPOINTS_PER_PROJECT} endpoints.",
+        description=(
+            f"A project has at most {MAX_ENDPOINTS_PER_PROJECT} endpoints in each mode (test,"
+            " live); a key sees and registers only those of its own mode."
+        ),
         request=EndpointCreateRequest,
         responses={
             201: Links(
