@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from accounts.keys import display_prefix, generate_key, hash_key
 from accounts.models import ApiKey, BandwidthUsage, Organization, Project
+from accounts.tenancy import Tenant
 from accounts.usage import RECENT_DAYS, ProjectUsage, project_usage, recent_bandwidth_subquery
 from storage_service.adminperms import ReadOnlyAdmin, StaffView
 
@@ -82,11 +83,15 @@ class ProjectAdmin(StaffView, admin.ModelAdmin):
     def recent_bandwidth(self, obj: Project) -> int:
         return getattr(obj, "recent_bandwidth", 0)
 
-    def _usage(self, obj: Project) -> ProjectUsage:
-        # The change page shows three fields from one computation.
-        cached: ProjectUsage | None = getattr(obj, "_admin_usage", None)
+    def _usage(self, obj: Project) -> dict[str, ProjectUsage]:
+        """Usage per mode, live first: test and live are separate data, counted apart.
+        The change page shows three fields from one computation."""
+        cached: dict[str, ProjectUsage] | None = getattr(obj, "_admin_usage", None)
         if cached is None:
-            cached = project_usage(obj)
+            cached = {
+                mode: project_usage(Tenant(project=obj, mode=mode))
+                for mode in (ApiKey.Environment.LIVE, ApiKey.Environment.TEST)
+            }
             obj._admin_usage = cached  # type: ignore[attr-defined]
         return cached
 
@@ -94,22 +99,29 @@ class ProjectAdmin(StaffView, admin.ModelAdmin):
     def storage(self, obj: Project) -> str:
         if obj._state.adding:
             return "-"
-        usage = self._usage(obj)
-        return f"{_bytes(usage.storage_bytes)} in {usage.live_objects} object(s)"
+        return " · ".join(
+            f"{mode}: {_bytes(usage.storage_bytes)} in {usage.live_objects} object(s)"
+            for mode, usage in self._usage(obj).items()
+        )
 
     @admin.display(description="Bandwidth, all time")
     def bandwidth(self, obj: Project) -> str:
         if obj._state.adding:
             return "-"
-        usage = self._usage(obj)
-        return f"{_bytes(usage.bandwidth_bytes)} in {usage.downloads} download(s)"
+        return " · ".join(
+            f"{mode}: {_bytes(usage.bandwidth_bytes)} in {usage.downloads} download(s)"
+            for mode, usage in self._usage(obj).items()
+        )
 
     @admin.display(description=f"Bandwidth, last {RECENT_DAYS} days")
     def recent_bandwidth_detail(self, obj: Project) -> str:
         if obj._state.adding:
             return "-"
-        usage = self._usage(obj)
-        return f"{_bytes(usage.recent_bandwidth_bytes)} in {usage.recent_downloads} download(s)"
+        return " · ".join(
+            f"{mode}: {_bytes(usage.recent_bandwidth_bytes)} in {usage.recent_downloads}"
+            " download(s)"
+            for mode, usage in self._usage(obj).items()
+        )
 
 
 class ApiKeyAddForm(forms.ModelForm):
@@ -171,7 +183,7 @@ class ApiKeyAdmin(StaffView, admin.ModelAdmin):
 class BandwidthUsageAdmin(ReadOnlyAdmin):
     """Read-only: the rows are written by the download-url endpoints, one upsert each."""
 
-    list_display = ("project", "day", "bytes", "downloads")
+    list_display = ("project", "mode", "day", "bytes", "downloads")
     list_filter = ("day",)
     search_fields = ("project__id", "project__name")
     ordering = ("-day", "project")

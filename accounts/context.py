@@ -1,10 +1,11 @@
-"""The tenant of a request: the API key resolved by authentication, and its project."""
+"""The tenant of a request: the API key resolved by authentication, its project and mode."""
 
 from __future__ import annotations
 
 from rest_framework.request import Request
 
-from accounts.models import ApiKey, Project
+from accounts.models import ApiKey
+from accounts.tenancy import Tenant
 from storage_service.errors import Unauthenticated
 
 
@@ -14,5 +15,6 @@ def api_key_of(request: Request) -> ApiKey:
     return request.auth
 
 
-def project_of(request: Request) -> Project:
-    return api_key_of(request).project
+def tenant_of(request: Request) -> Tenant:
+    api_key = api_key_of(request)
+    return Tenant(project=api_key.project, mode=api_key.environment)

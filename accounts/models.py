@@ -61,6 +61,15 @@ class ApiKey(models.Model):
         return self.revoked_at is None
 
 
+def mode_field() -> models.CharField[str, str]:
+    """The mode (test or live) of a tenant-owned row: the environment of the key that made it.
+
+    No default: every row is made in the mode of its tenant (accounts.tenancy.Tenant.owner),
+    so a forgotten mode fails loudly instead of landing in live.
+    """
+    return models.CharField(max_length=4, choices=ApiKey.Environment.choices)
+
+
 class BandwidthUsage(models.Model):
     """Bytes of download URLs issued, per project per UTC day (files and variants alike).
 
@@ -68,16 +77,19 @@ class BandwidthUsage(models.Model):
     ``bytes = bytes + size``, so concurrent downloads never lose a count.
     """
 
-    # Indexed by bandwidth_unique (project, day).
+    # Indexed by bandwidth_unique (project, mode, day).
     project = models.ForeignKey(
         Project, on_delete=models.CASCADE, related_name="bandwidth", db_index=False
     )
+    mode = mode_field()
     day = models.DateField()
     bytes = models.BigIntegerField(default=0)
     downloads = models.BigIntegerField(default=0)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["project", "day"], name="bandwidth_unique")]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "mode", "day"], name="bandwidth_unique")
+        ]
         verbose_name = "bandwidth usage"
         verbose_name_plural = "bandwidth usage"
 

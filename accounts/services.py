@@ -7,6 +7,7 @@ from django.utils import timezone
 
 from accounts.keys import display_prefix, generate_key, hash_key
 from accounts.models import ApiKey, BandwidthUsage, Organization, Project
+from accounts.tenancy import Tenant
 
 
 @dataclass(frozen=True)
@@ -47,20 +48,21 @@ def api_key_revoke(*, key_id: str) -> ApiKey:
 
 
 _BANDWIDTH_UPSERT = (
-    f"INSERT INTO {BandwidthUsage._meta.db_table} (project_id, day, bytes, downloads) "
-    "VALUES (%s, (now() AT TIME ZONE 'UTC')::date, %s, 1) "
-    "ON CONFLICT (project_id, day) DO UPDATE SET "
+    f"INSERT INTO {BandwidthUsage._meta.db_table} (project_id, mode, day, bytes, downloads) "
+    "VALUES (%s, %s, (now() AT TIME ZONE 'UTC')::date, %s, 1) "
+    "ON CONFLICT (project_id, mode, day) DO UPDATE SET "
     f"bytes = {BandwidthUsage._meta.db_table}.bytes + EXCLUDED.bytes, "
     f"downloads = {BandwidthUsage._meta.db_table}.downloads + 1"
 )
 
 
-def bandwidth_record(*, project_id: str, size: int) -> None:
-    """Add one issued download URL of ``size`` bytes to today's (UTC) usage of the project.
+def bandwidth_record(*, tenant: Tenant, size: int) -> None:
+    """Add one issued download URL of ``size`` bytes to today's (UTC) usage of the tenant
+    (project and mode).
 
     One statement, no read first: concurrent downloads serialise on the day's row inside the
     database instead of racing a read-modify-write. Call it last in the transaction that
     issues the URL, so the row lock is held for as short a time as possible.
     """
     with connection.cursor() as cursor:
-        cursor.execute(_BANDWIDTH_UPSERT, [project_id, size])
+        cursor.execute(_BANDWIDTH_UPSERT, [tenant.project_id, tenant.mode, size])

@@ -1,4 +1,6 @@
-"""Per-project usage for operators: bytes stored and download bandwidth.
+"""Per-tenant usage for operators: bytes stored and download bandwidth, per project and mode.
+
+Test and live are separate data, so their usage is counted and shown apart.
 
 Storage is what the apps that store bytes answer to the ``project_storage`` hook (files: the
 project's live stored objects, a shared copy once); accounts imports none of them.
@@ -15,7 +17,8 @@ from django.db.models import OuterRef, Q, Subquery, Sum
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from accounts.models import BandwidthUsage, Project
+from accounts.models import BandwidthUsage
+from accounts.tenancy import Tenant
 from storage_service.hooks import hook
 
 RECENT_DAYS = 30
@@ -28,9 +31,9 @@ class Stored:
 
 
 @hook
-def project_storage(*, project: Project) -> Stored:
-    """What one app stores for ``project``: its bytes, in how many objects. files registers
-    its answer in FilesConfig.ready; a receiver reads only that project's rows (an index)."""
+def project_storage(*, tenant: Tenant) -> Stored:
+    """What one app stores for ``tenant``: its bytes, in how many objects. files registers
+    its answer in FilesConfig.ready; a receiver reads only that tenant's rows (an index)."""
     raise NotImplementedError  # a prototype: only the registered receivers are called
 
 
@@ -48,12 +51,14 @@ def recent_since(today: date | None = None) -> date:
     return (today or timezone.now().date()) - timedelta(days=RECENT_DAYS - 1)
 
 
-def project_usage(project: Project) -> ProjectUsage:
-    """One aggregate per storing app and one of bandwidth, each over one project's rows only
-    (each served by an index)."""
-    stored = project_storage.send(project=project)
+def project_usage(tenant: Tenant) -> ProjectUsage:
+    """One aggregate per storing app and one of bandwidth, each over one tenant's rows only
+    (each served by an index that starts with (project, mode))."""
+    stored = project_storage.send(tenant=tenant)
     since = recent_since()
-    bandwidth = BandwidthUsage.objects.filter(project=project).aggregate(
+    bandwidth = BandwidthUsage.objects.filter(
+        project_id=tenant.project_id, mode=tenant.mode
+    ).aggregate(
         total_bytes=Coalesce(Sum("bytes"), 0),
         total_downloads=Coalesce(Sum("downloads"), 0),
         recent_bytes=Coalesce(Sum("bytes", filter=Q(day__gte=since)), 0),
@@ -70,7 +75,7 @@ def project_usage(project: Project) -> ProjectUsage:
 
 
 def recent_bandwidth_subquery() -> Coalesce:
-    """The project's bandwidth of the last RECENT_DAYS days, as an annotation.
+    """The project's bandwidth of the last RECENT_DAYS days (both modes), as an annotation.
 
     One correlated subquery per listed row inside the changelist's single statement; each
     reads at most RECENT_DAYS rows of the (project, day) unique index, so a page of 100

@@ -195,13 +195,14 @@ def seed_files_sql() -> str:
     file_id = file_id_sql("s.millis", "s.random_hi", "s.n")
     return f"""
         INSERT INTO files_file (
-            id, project_id, filename, path, content_type, size, status, version, metadata,
+            id, project_id, mode, filename, path, content_type, size, status, version, metadata,
             checksum, sniffed_type, current_object_id, replacement_object_id, created_at,
             updated_at, uploaded_at, deleted_at, status_before_delete, purged_at
         )
         SELECT
             {file_id},
             %(project)s,
+            'test',  -- the benches' keys are test keys, which see only test-mode files
             s.filename,
             CASE WHEN s.u_path < 0.1 THEN NULL
                  ELSE 'team-' || floor(s.u_path * 10 * {TEAMS})::int %% {TEAMS} || '/year-'
@@ -332,6 +333,7 @@ def shared_object(project_id: str) -> int:
         storage_key=f"{project_id}/bench-shared-object",
         defaults={
             "project_id": project_id,
+            "mode": "test",  # the benches' keys are test keys
             "state": StoredObject.State.LIVE,
             "declared_type": "application/octet-stream",
             "declared_size": 1024,

@@ -232,12 +232,17 @@ def main() -> int:
     from django.conf import settings
 
     from accounts.services import api_key_issue
+    from accounts.tenancy import Tenant
     from files.models import File
 
     project = fresh_project(url)
     try:
         raw_key = api_key_issue(project=project, environment="test", name="bench").raw_key
-        file_id = File.objects.for_project(project).visible().values_list("id", flat=True)[0]
+        file_id = (
+            File.objects.for_tenant(Tenant(project=project, mode="test"))
+            .visible()
+            .values_list("id", flat=True)[0]
+        )
         bare = Endpoint("GET /bench/bare", "GET", "/bench/bare", 200)
         endpoints = [
             bare,

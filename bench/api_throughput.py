@@ -196,6 +196,7 @@ def seed_pending(url: str, project_id: str, count: int) -> list[str]:
     stored = StoredObject.objects.create(
         storage_key=f"{project_id}/bench-complete-object",
         project_id=project_id,
+        mode="test",  # the bench's key is a test key
         state=StoredObject.State.PENDING,
         declared_type="application/octet-stream",
         declared_size=1024,
@@ -212,11 +213,11 @@ def seed_pending(url: str, project_id: str, count: int) -> list[str]:
         rows = conn.execute(
             f"""
             INSERT INTO files_file (
-                id, project_id, filename, path, content_type, size, status, version, metadata,
-                checksum, sniffed_type, current_object_id, replacement_object_id, created_at,
-                updated_at, uploaded_at, deleted_at, status_before_delete, purged_at
+                id, project_id, mode, filename, path, content_type, size, status, version,
+                metadata, checksum, sniffed_type, current_object_id, replacement_object_id,
+                created_at, updated_at, uploaded_at, deleted_at, status_before_delete, purged_at
             )
-            SELECT {file_id}, %(project)s, 'complete-' || n || '.bin', 'bench/complete',
+            SELECT {file_id}, %(project)s, 'test', 'complete-' || n || '.bin', 'bench/complete',
                 'application/octet-stream', 1024, 'pending', 1, NULL, NULL, NULL,
                 %(object)s, NULL, now(), now(), NULL, NULL, '', NULL
             FROM generate_series(1::bigint, %(rows)s::bigint) AS n
@@ -259,7 +260,9 @@ def main() -> int:
     try:
         raw_key = api_key_issue(project=project, environment="test", name="bench").raw_key
         file_id = (
-            File.objects.filter(project=project, status="uploaded", metadata__isnull=False)
+            File.objects.filter(
+                project=project, mode="test", status="uploaded", metadata__isnull=False
+            )
             .values_list("id", flat=True)
             .first()
         )

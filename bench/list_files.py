@@ -111,6 +111,7 @@ def prepare_database(url: str) -> str:
 def cursor_at(project: Any, sort_by: str, order: str, offset: int) -> str:
     """The nextCursor of the page ending just before ``offset`` (rows ``offset - LIMIT`` ..
     ``offset - 1``) of the visible listing in this sort, as the API would return it."""
+    from accounts.tenancy import Tenant
     from files.models import File
     from files.selectors import SORT_FIELDS
     from storage_service.pagination import encode_cursor
@@ -118,7 +119,7 @@ def cursor_at(project: Any, sort_by: str, order: str, offset: int) -> str:
     field_name = SORT_FIELDS[sort_by][0]
     prefix = "-" if order == "desc" else ""
     value, row_id = (
-        File.objects.for_project(project)
+        File.objects.for_tenant(Tenant(project=project, mode="test"))
         .visible()
         .order_by(f"{prefix}{field_name}", f"{prefix}id")
         .values_list(field_name, "id")[offset - 1]
@@ -128,10 +129,11 @@ def cursor_at(project: Any, sort_by: str, order: str, offset: int) -> str:
 
 def offset_sql(project: Any) -> tuple[str, tuple[Any, ...]]:
     """The naive deep page: the ORM's own listing SQL, sliced with OFFSET."""
+    from accounts.tenancy import Tenant
     from files.models import File
 
     queryset = (
-        File.objects.for_project(project)
+        File.objects.for_tenant(Tenant(project=project, mode="test"))
         .visible()
         .order_by("-created_at", "-id")[DEEP : DEEP + LIMIT]
     )
@@ -277,12 +279,13 @@ def main() -> int:
 
     from accounts.models import Project
     from accounts.services import api_key_issue, api_key_revoke
+    from accounts.tenancy import Tenant
     from files.models import File
     from files.selectors import SORT_FIELDS
     from storage_service.pagination import decode_cursor
 
     project = Project.objects.select_related("organization").get(id=project_id)
-    visible = File.objects.for_project(project).visible()
+    visible = File.objects.for_tenant(Tenant(project=project, mode="test")).visible()
     issued = api_key_issue(project=project, environment="test", name="bench list_files")
     try:
         base = {"limit": str(LIMIT)}
@@ -319,7 +322,9 @@ def main() -> int:
             Query(
                 "status=deleted (trash)",
                 {**base, "status": "deleted"},
-                File.objects.for_project(project).filter(status="deleted").count(),
+                File.objects.for_tenant(Tenant(project=project, mode="test"))
+                .filter(status="deleted")
+                .count(),
             ),
         ]
         for sort_by in SORT_FIELDS:

@@ -117,7 +117,9 @@ def main() -> int:
         )
         key = api_key_issue(project=project, environment="test", name="profile").raw_key
         file_id = (
-            File.objects.filter(project=project, status="uploaded", metadata__isnull=False)
+            File.objects.filter(
+                project=project, mode="test", status="uploaded", metadata__isnull=False
+            )
             .values_list("id", flat=True)
             .first()
         )

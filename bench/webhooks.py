@@ -184,6 +184,7 @@ def record_events(project: Any, count: int, rate: float | None) -> dict[str, flo
     commit times by event id."""
     from django.db import connection, transaction
 
+    from accounts.tenancy import Tenant
     from webhooks.services import event_record
 
     committed: dict[str, float] = {}
@@ -205,7 +206,7 @@ def record_events(project: Any, count: int, rate: float | None) -> dict[str, flo
                         lambda h=holder: committed.__setitem__(h["id"], time.time())
                     )
                     event = event_record(
-                        project=project,
+                        tenant=Tenant(project=project, mode="test"),
                         type="file.uploaded",
                         data={"fileId": f"file_bench{n:022d}", "size": 1024 + n},
                     )
@@ -270,6 +271,7 @@ def main() -> int:
     from django.conf import settings
 
     from accounts.services import project_create
+    from accounts.tenancy import Tenant
     from storage_service.celery import app
     from webhooks.services import endpoint_create
 
@@ -283,7 +285,11 @@ def main() -> int:
     try:
         wait_for_worker(worker)
         for n in range(ENDPOINTS):
-            endpoint_create(project=project, url=f"http://127.0.0.1:{port}/hook/{n}", events=None)
+            endpoint_create(
+                tenant=Tenant(project=project, mode="test"),
+                url=f"http://127.0.0.1:{port}/hook/{n}",
+                events=None,
+            )
         pids = {"worker": worker.pid, "receiver": receiver.pid}
         # Warm-up: connections opened, code paths loaded.
         measure("warm-up", project, 20, None, port, pids)

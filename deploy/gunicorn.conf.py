@@ -20,6 +20,10 @@ workers = int(os.environ.get("WEB_CONCURRENCY") or max(2, 2 * len(os.sched_getaf
 threads = 1
 worker_class = "sync"
 
+# The worker timeout: a request still running after it is killed. Django settings read the
+# same variable and refuse an object-store budget that does not fit inside it.
+timeout = int(os.environ.get("API_TIMEOUT_SECONDS", "30"))
+
 # Below the 10 s after which `make run`/`make cluster` (and systemd's TimeoutStopSec in
 # deploy/systemd/) SIGKILL, so in-flight requests can finish on Ctrl-C or a stop.
 graceful_timeout = 8

@@ -16,6 +16,7 @@ from django.contrib.admin.options import InlineModelAdmin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from accounts.tenancy import Tenant
 from files.models import File, FileVersion, StoredObject
 from files.services import file_delete, file_restore
 from storage_service.adminperms import ReadOnlyAdmin, ReadOnlyInline, each_through_service
@@ -52,7 +53,7 @@ def delete_files(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: Q
         modeladmin,
         request,
         queryset.select_related("project"),
-        lambda file: file_delete(project=file.project, file_id=file.id),
+        lambda file: file_delete(tenant=Tenant.of(file), file_id=file.id),
         "Deleted {count} file(s).",
     )
 
@@ -63,7 +64,7 @@ def restore_files(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: 
         modeladmin,
         request,
         queryset.select_related("project"),
-        lambda file: file_restore(project=file.project, file_id=file.id),
+        lambda file: file_restore(tenant=Tenant.of(file), file_id=file.id),
         "Restored {count} file(s).",
     )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from accounts.tenancy import Tenant
 from files.models import File
 from webhooks.models import Event
 from webhooks.services import event_record
@@ -22,4 +23,4 @@ def file_event_data(file: File) -> dict[str, Any]:
 
 
 def record_file_event(type: Event.Type, file: File, **extra: Any) -> Event:
-    return event_record(project=file.project, type=type, data={**file_event_data(file), **extra})
+    return event_record(tenant=Tenant.of(file), type=type, data={**file_event_data(file), **extra})

@@ -3,7 +3,8 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
-from accounts.models import Project
+from accounts.models import Project, mode_field
+from accounts.tenancy import Tenant
 from storage_service.fields import public_id_field
 
 
@@ -23,6 +24,7 @@ class StoredObject(models.Model):
     # Only the live objects are indexed by project (storedobject_live_project): the admin's
     # per-project storage sum reads that project's entries, never the whole table.
     project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="+", db_index=False)
+    mode = mode_field()
     storage_key = models.CharField(max_length=200, unique=True)
     state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
     declared_type = models.CharField(max_length=255)
@@ -41,9 +43,9 @@ class StoredObject(models.Model):
                 name="storedobject_discarded",
                 condition=Q(state="discarded"),
             ),
-            # Sum of a project's stored bytes (files/usage.py) as an index-only scan.
+            # Sum of a tenant's stored bytes (files/usage.py) as an index-only scan.
             models.Index(
-                fields=["project"],
+                fields=["project", "mode"],
                 include=["size"],
                 name="storedobject_live_project",
                 condition=Q(state="live"),
@@ -55,8 +57,9 @@ class StoredObject(models.Model):
 
 
 class FileQuerySet(models.QuerySet["File"]):
-    def for_project(self, project: Project) -> FileQuerySet:
-        return self.filter(project=project)
+    def for_tenant(self, tenant: Tenant) -> FileQuerySet:
+        """The only way to scope files: the tenant's project and mode, never one of them."""
+        return self.filter(project_id=tenant.project_id, mode=tenant.mode)
 
     def visible(self) -> FileQuerySet:
         return self.exclude(status=File.Status.DELETED)
@@ -70,10 +73,11 @@ class File(models.Model):
         DELETED = "deleted"
 
     id = public_id_field("file")
-    # Indexed by every file_list_* index, which all start with project.
+    # Indexed by every file_list_* index, which all start with (project, mode).
     project = models.ForeignKey(
         Project, on_delete=models.PROTECT, related_name="files", db_index=False
     )
+    mode = mode_field()
     filename = models.CharField(max_length=1024)
     path = models.CharField(max_length=4096, null=True, blank=True)
     content_type = models.CharField(max_length=255)
@@ -105,37 +109,37 @@ class File(models.Model):
         # the visible listing, the path and contentType filters, and the trash.
         indexes = [
             models.Index(
-                fields=["project", "-created_at", "-id"],
+                fields=["project", "mode", "-created_at", "-id"],
                 name="file_list_created",
                 condition=~Q(status="deleted"),
             ),
             models.Index(
-                fields=["project", "-updated_at", "-id"],
+                fields=["project", "mode", "-updated_at", "-id"],
                 name="file_list_updated",
                 condition=~Q(status="deleted"),
             ),
             models.Index(
-                fields=["project", "filename", "id"],
+                fields=["project", "mode", "filename", "id"],
                 name="file_list_filename",
                 condition=~Q(status="deleted"),
             ),
             models.Index(
-                fields=["project", "size", "id"],
+                fields=["project", "mode", "size", "id"],
                 name="file_list_size",
                 condition=~Q(status="deleted"),
             ),
             models.Index(
-                fields=["project", "path", "-created_at", "-id"],
+                fields=["project", "mode", "path", "-created_at", "-id"],
                 name="file_list_path",
                 condition=~Q(status="deleted"),
             ),
             models.Index(
-                fields=["project", "content_type", "-created_at", "-id"],
+                fields=["project", "mode", "content_type", "-created_at", "-id"],
                 name="file_list_ctype",
                 condition=~Q(status="deleted"),
             ),
             models.Index(
-                fields=["project", "status", "-created_at", "-id"], name="file_list_status"
+                fields=["project", "mode", "status", "-created_at", "-id"], name="file_list_status"
             ),
             # The purge sweep: deleted, not yet purged, oldest first.
             models.Index(
@@ -177,8 +181,9 @@ class FileVersion(models.Model):
 class IdempotencyRecord(models.Model):
     """The first answer to an upload request carrying an Idempotency-Key, replayed on retry."""
 
-    # Indexed by idempotency_unique (project, key).
+    # Indexed by idempotency_unique (project, mode, key).
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+", db_index=False)
+    mode = mode_field()
     key = models.CharField(max_length=255)
     request_hash = models.CharField(max_length=64)
     file = models.ForeignKey(File, on_delete=models.CASCADE, related_name="+", db_index=False)
@@ -187,7 +192,7 @@ class IdempotencyRecord(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["project", "key"], name="idempotency_unique")
+            models.UniqueConstraint(fields=["project", "mode", "key"], name="idempotency_unique")
         ]
         indexes = [models.Index(fields=["created_at"], name="idempotency_created")]
 

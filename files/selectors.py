@@ -9,8 +9,9 @@ from typing import Any
 from django.db import connection
 from django.db.models import QuerySet
 
-from accounts.models import ApiKey, Project
+from accounts.models import ApiKey
 from accounts.selectors import api_key_from_row, key_hash_of, key_query
+from accounts.tenancy import Tenant
 from files.filters import FileFilter
 from files.models import File
 from storage_service.errors import FileNotFound, ValidationError
@@ -36,24 +37,28 @@ class FileListOptions:
     order: str = "desc"
 
 
-# The visible files of a project: the scope of every single-file read (file_get and the
-# key-joined read below); %s is the file id, then the project id.
+# The visible files of a tenant (project and mode): the scope of every single-file read
+# (file_get and the key-joined read below); %s is the file id, then the project id and mode.
 _VISIBLE_FILE = (
-    "files_file.id = %s AND files_file.project_id = {project} AND files_file.status <> 'deleted'"
+    "files_file.id = %s AND files_file.project_id = {project} AND files_file.mode = {mode}"
+    " AND files_file.status <> 'deleted'"
 )
 
 
 @cache
 def _file_get_sql() -> str:
     _, cols = columns(File)
-    return f"SELECT {cols} FROM files_file WHERE {_VISIBLE_FILE.format(project='%s')}"
+    return f"SELECT {cols} FROM files_file WHERE {_VISIBLE_FILE.format(project='%s', mode='%s')}"
 
 
 @cache
 def _file_with_key_sql() -> str:
     key = key_query()
     _, cols = columns(File)
-    visible = _VISIBLE_FILE.format(project="accounts_apikey.project_id")
+    # A key's tenant is its project and its environment (the mode of what it makes and sees).
+    visible = _VISIBLE_FILE.format(
+        project="accounts_apikey.project_id", mode="accounts_apikey.environment"
+    )
     # LEFT JOIN: a valid key with no such file is still the key (the 404 comes after the
     # rate limit, as on every path).
     return (
@@ -62,19 +67,20 @@ def _file_with_key_sql() -> str:
     )
 
 
-def file_get(*, project: Project, file_id: str) -> File:
-    """A visible file of the project; deleted, foreign and unknown files are all 404.
+def file_get(*, tenant: Tenant, file_id: str) -> File:
+    """A visible file of the tenant; deleted, foreign (another project or mode) and unknown
+    files are all 404.
 
     The single-file read is the commonest request, so it is one hand-built query
-    (storage_service/fastfetch.py), scoped to the project like every lookup.
+    (storage_service/fastfetch.py), scoped to the tenant (project and mode) like every lookup.
     """
     if not looks_like_id(file_id, "file"):
         raise FileNotFound("No such file.")
-    row = fetch_row(_file_get_sql(), [file_id, project.id])
+    row = fetch_row(_file_get_sql(), [file_id, tenant.project_id, tenant.mode])
     if row is None:
         raise FileNotFound("No such file.")
     file = instance(File, row)
-    file.project = project
+    file.project = tenant.project
     return file
 
 
@@ -107,8 +113,8 @@ def file_get_with_key(*, raw_key: str, file_id: str) -> KeyAndFile | None:
     return KeyAndFile(api_key, file)
 
 
-def file_list(*, project: Project, filters: dict[str, str], options: FileListOptions) -> Page[File]:
-    """One page of the project's files.
+def file_list(*, tenant: Tenant, filters: dict[str, str], options: FileListOptions) -> Page[File]:
+    """One page of the tenant's files.
 
     ``filters`` are the query's filter parameters (``search``, ``path``, ``status``,
     ``contentType``), validated and applied by ``FileFilter``. Deleted files are left out
@@ -116,7 +122,7 @@ def file_list(*, project: Project, filters: dict[str, str], options: FileListOpt
     is a keyset page served by the index of that sort; ``search`` has its own plan
     (``_search_page``).
     """
-    filterset = FileFilter(data=filters, queryset=File.objects.for_project(project))
+    filterset = FileFilter(data=filters, queryset=File.objects.for_tenant(tenant))
     if not filterset.is_valid():
         raise ValidationError(
             "The query is invalid.",
@@ -196,29 +202,29 @@ class Folder:
 
 
 def folder_list(
-    *, project: Project, parent: str | None, limit: int = 100, cursor: str | None = None
+    *, tenant: Tenant, parent: str | None, limit: int = 100, cursor: str | None = None
 ) -> Page[Folder]:
     """The direct child folders of ``parent`` (None: the root), by name.
 
     Folders are derived from the paths of visible files: a folder exists while a file is in
     it or below it, and ``fileCount`` counts those files. The prefix match is served by the
-    ``(project, path)`` index.
+    ``(project, mode, path)`` index.
     """
     scope = f"folders:{parent or ''}"
     after = decode_cursor(cursor, scope)[0] if cursor else None
     if parent is None:
         child = "split_part(path, '/', 1)"
         where = "path IS NOT NULL"
-        sql_params: list[Any] = [project.id]
+        sql_params: list[Any] = [tenant.project_id, tenant.mode]
     else:
         child = "split_part(substr(path, %s), '/', 1)"
         where = "path LIKE %s"
         prefix = connection.ops.prep_for_like_query(parent) + "/%"
-        sql_params = [len(parent) + 2, project.id, prefix]
+        sql_params = [len(parent) + 2, tenant.project_id, tenant.mode, prefix]
     sql = f"""
         SELECT name, count(*) FROM (
             SELECT {child} AS name FROM files_file
-            WHERE project_id = %s AND status <> 'deleted' AND {where}
+            WHERE project_id = %s AND mode = %s AND status <> 'deleted' AND {where}
         ) AS children
         WHERE name <> '' {"AND name > %s" if after is not None else ""}
         GROUP BY name ORDER BY name LIMIT %s

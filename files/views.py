@@ -13,7 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from accounts.auth import authenticated, bearer_token
-from accounts.context import project_of
+from accounts.context import tenant_of
 from files import selectors, services
 from files.links import FILE_ID, file_links
 from files.models import File
@@ -92,7 +92,7 @@ class FileViewSet(viewsets.ViewSet):
         body = validated(UploadRequest, request.data)
         key = idempotency_key(request)
         started = services.file_upload_start(
-            project=project_of(request),
+            tenant=tenant_of(request),
             filename=body["filename"],
             content_type=body["contentType"],
             size=body["size"],
@@ -130,7 +130,7 @@ class FileViewSet(viewsets.ViewSet):
     )
     def complete(self, request: Request, file_id: str) -> Response:
         validated(EmptyRequest, request.data)
-        file = services.file_complete(project=project_of(request), file_id=file_id)
+        file = services.file_complete(tenant=tenant_of(request), file_id=file_id)
         answer: Data[FileCompletedJson] = {"data": completed_json(file)}
         return Response(answer)
 
@@ -147,7 +147,7 @@ class FileViewSet(viewsets.ViewSet):
         query = validated_query(FileListQuery, request)
         params = request.query_params
         page = selectors.file_list(
-            project=project_of(request),
+            tenant=tenant_of(request),
             filters={name: params[name] for name in selectors.FILTERS if name in params},
             options=selectors.FileListOptions(
                 limit=query["limit"],
@@ -169,7 +169,7 @@ class FileViewSet(viewsets.ViewSet):
         file = self._file_read_with_key
         if file is None:
             # No key-joined read happened (not a file id), or it found no visible file.
-            file = selectors.file_get(project=project_of(request), file_id=file_id)
+            file = selectors.file_get(tenant=tenant_of(request), file_id=file_id)
         answer: Data[FileJson] = {"data": file_json(file)}
         return Response(answer)
 
@@ -182,7 +182,7 @@ class FileViewSet(viewsets.ViewSet):
     )
     def partial_update(self, request: Request, file_id: str) -> Response:
         changes = validated(UpdateRequest, request.data)
-        file = services.file_update(project=project_of(request), file_id=file_id, changes=changes)
+        file = services.file_update(tenant=tenant_of(request), file_id=file_id, changes=changes)
         answer: FileJson = file_json(file)
         return Response(answer)
 
@@ -199,7 +199,7 @@ class FileViewSet(viewsets.ViewSet):
     def copy(self, request: Request, file_id: str) -> Response:
         body = validated(CopyRequest, request.data)
         file = services.file_copy(
-            project=project_of(request),
+            tenant=tenant_of(request),
             file_id=file_id,
             filename=body.get("filename"),
             path=body.get("path", ...),
@@ -219,7 +219,7 @@ class FileViewSet(viewsets.ViewSet):
     def download_url(self, request: Request, file_id: str) -> Response:
         body = validated(DownloadUrlRequest, request.data)
         download = services.file_download_url(
-            project=project_of(request), file_id=file_id, expires_in=body["expiresInSeconds"]
+            tenant=tenant_of(request), file_id=file_id, expires_in=body["expiresInSeconds"]
         )
         answer: DownloadUrlJson = download_url_json(download)
         return Response(answer)
@@ -246,7 +246,7 @@ class FileViewSet(viewsets.ViewSet):
     def replace(self, request: Request, file_id: str) -> Response:
         body = validated(ReplaceRequest, request.data)
         started = services.file_replace_start(
-            project=project_of(request),
+            tenant=tenant_of(request),
             file_id=file_id,
             content_type=body["contentType"],
             size=body["size"],
@@ -274,7 +274,7 @@ class FileViewSet(viewsets.ViewSet):
     )
     def replace_complete(self, request: Request, file_id: str) -> Response:
         validated(EmptyRequest, request.data)
-        file = services.file_replace_complete(project=project_of(request), file_id=file_id)
+        file = services.file_replace_complete(tenant=tenant_of(request), file_id=file_id)
         answer: FileJson = file_json(file)
         return Response(answer)
 
@@ -292,7 +292,7 @@ class FileViewSet(viewsets.ViewSet):
         },
     )
     def destroy(self, request: Request, file_id: str) -> Response:
-        file = services.file_delete(project=project_of(request), file_id=file_id)
+        file = services.file_delete(tenant=tenant_of(request), file_id=file_id)
         answer: Data[FileDeletedJson] = {"data": deleted_json(file)}
         return Response(answer)
 
@@ -307,7 +307,7 @@ class FileViewSet(viewsets.ViewSet):
     )
     def restore(self, request: Request, file_id: str) -> Response:
         validated(EmptyRequest, request.data)
-        file = services.file_restore(project=project_of(request), file_id=file_id)
+        file = services.file_restore(tenant=tenant_of(request), file_id=file_id)
         answer: FileJson = file_json(file)
         return Response(answer)
 
@@ -324,7 +324,7 @@ class FolderViewSet(viewsets.ViewSet):
     def list(self, request: Request) -> Response:
         query = validated_query(FolderListQuery, request)
         page = selectors.folder_list(
-            project=project_of(request),
+            tenant=tenant_of(request),
             parent=query.get("parent"),
             limit=query["limit"],
             cursor=query.get("cursor"),

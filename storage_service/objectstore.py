@@ -63,14 +63,24 @@ def new_key(project_id: str) -> str:
 def _make_client(
     endpoint_url: str | None,
     *,
-    attempts: int = 3,
-    connect_timeout: float = 5,
-    read_timeout: float = 30,
+    attempts: int | None = None,
+    connect_timeout: float | None = None,
+    read_timeout: float | None = None,
 ) -> S3Client:
+    """A client whose every call ends within the API's own budget (settings: "Locks and
+    timeouts"): botocore's defaults (3 attempts of up to 60 s reads) outlast gunicorn's
+    worker timeout, so a hung store killed the worker instead of answering 503."""
+    if attempts is None:
+        attempts = settings.SERVICE_STORE_MAX_ATTEMPTS
+    if connect_timeout is None:
+        connect_timeout = settings.SERVICE_STORE_CONNECT_TIMEOUT_SECONDS
+    if read_timeout is None:
+        read_timeout = settings.SERVICE_STORE_READ_TIMEOUT_SECONDS
     config = Config(
         signature_version="s3v4",
         s3=cast(Any, {"addressing_style": settings.AWS_S3_ADDRESSING_STYLE}),
-        retries={"max_attempts": attempts, "mode": "standard"},
+        # total_max_attempts counts the first attempt; botocore's max_attempts does not.
+        retries={"total_max_attempts": attempts, "mode": "standard"},
         connect_timeout=connect_timeout,
         read_timeout=read_timeout,
         max_pool_connections=32,
@@ -99,8 +109,8 @@ def presign_client() -> S3Client:
 @lru_cache(maxsize=1)
 def probe_client(timeout: float) -> S3Client:
     """For readiness probes: one attempt and short timeouts. client() retries and waits up to
-    30 s, right for uploads and wrong for a probe that must answer before the load balancer
-    gives up on it."""
+    its whole call budget, right for uploads and wrong for a probe that must answer before the
+    load balancer gives up on it."""
     return _make_client(
         settings.AWS_S3_ENDPOINT_URL, attempts=1, connect_timeout=timeout, read_timeout=timeout
     )

@@ -11,6 +11,7 @@ from rest_framework.test import APIClient
 
 from accounts.models import ApiKey, Project
 from accounts.services import IssuedKey, api_key_issue, project_create
+from accounts.tenancy import Tenant
 
 
 @dataclass
@@ -20,6 +21,11 @@ class Actor:
     project: Project
     key: IssuedKey
     client: APIClient
+
+    @property
+    def tenant(self) -> Tenant:
+        """The tenant this actor's key reaches: its project, in its key's mode."""
+        return Tenant(project=self.project, mode=self.key.api_key.environment)
 
     def post(self, url: str, body: Any = None, **headers: Any) -> Any:
         return self.client.post(url, body, format="json", headers=headers or None)

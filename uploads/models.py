@@ -3,14 +3,15 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
-from accounts.models import Project
+from accounts.models import Project, mode_field
+from accounts.tenancy import Tenant
 from files.models import File, StoredObject
 from storage_service.fields import public_id_field
 
 
 class UploadSessionQuerySet(models.QuerySet["UploadSession"]):
-    def for_project(self, project: Project) -> UploadSessionQuerySet:
-        return self.filter(project=project)
+    def for_tenant(self, tenant: Tenant) -> UploadSessionQuerySet:
+        return self.filter(project_id=tenant.project_id, mode=tenant.mode)
 
 
 class UploadSession(models.Model):
@@ -32,8 +33,9 @@ class UploadSession(models.Model):
         LOST = "lost"  # the store no longer had the upload
 
     id = public_id_field("upload")
-    # Lookups are by id (the primary key) and then checked against the project.
+    # Lookups are by id (the primary key) and then checked against the project and mode.
     project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="+", db_index=False)
+    mode = mode_field()
     file = models.ForeignKey(File, on_delete=models.PROTECT, related_name="+")
     # Never looked up by object; the object is reached from the session.
     stored_object = models.ForeignKey(

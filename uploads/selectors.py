@@ -1,19 +1,19 @@
-"""Reading upload sessions, always from the project of the API key."""
+"""Reading upload sessions, always from the tenant (project and mode) of the API key."""
 
 from __future__ import annotations
 
-from accounts.models import Project
+from accounts.tenancy import Tenant
 from storage_service.errors import UploadNotFound
 from storage_service.ids import looks_like_id
 from uploads.models import UploadSession
 
 
-def upload_get(*, project: Project, upload_id: str) -> UploadSession:
-    """A session of the project; unknown and foreign ids are the same 404."""
+def upload_get(*, tenant: Tenant, upload_id: str) -> UploadSession:
+    """A session of the tenant; unknown and foreign ids are the same 404."""
     if not looks_like_id(upload_id, "upload"):
         raise UploadNotFound("No such upload.")
     session = (
-        UploadSession.objects.for_project(project)
+        UploadSession.objects.for_tenant(tenant)
         .select_related("stored_object")
         .filter(id=upload_id)
         .first()
@@ -23,7 +23,7 @@ def upload_get(*, project: Project, upload_id: str) -> UploadSession:
     return session
 
 
-def upload_lock(*, project: Project, upload_id: str) -> UploadSession:
+def upload_lock(*, tenant: Tenant, upload_id: str) -> UploadSession:
     """The session row locked for this transaction (the caller is inside one); 404 as above.
 
     No join in the locking statement: when it waits for another transaction, PostgreSQL
@@ -32,7 +32,7 @@ def upload_lock(*, project: Project, upload_id: str) -> UploadSession:
     if not looks_like_id(upload_id, "upload"):
         raise UploadNotFound("No such upload.")
     session = (
-        UploadSession.objects.for_project(project).select_for_update().filter(id=upload_id).first()
+        UploadSession.objects.for_tenant(tenant).select_for_update().filter(id=upload_id).first()
     )
     if session is None:
         raise UploadNotFound("No such upload.")

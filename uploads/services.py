@@ -15,10 +15,10 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from accounts.models import Project
+from accounts.tenancy import Tenant
 from files.events import record_file_event
 from files.models import File, IdempotencyRecord, StoredObject
-from files.services.common import discard, publish, verify
+from files.services.common import Verified, discard, publish, verify
 from files.services.idempotency import MULTIPART, idempotency_claim, idempotency_remember
 from storage_service import objectstore
 from storage_service.errors import (
@@ -67,7 +67,7 @@ def plan_of(session: UploadSession) -> PartPlan:
 
 def _upload_event(type: Event.Type, session: UploadSession, file: File, **extra: Any) -> None:
     event_record(
-        project=file.project,
+        tenant=Tenant.of(file),
         type=type,
         data={
             "uploadId": session.id,
@@ -129,7 +129,7 @@ def multipart_complete_refusal(*, file: File) -> ApiError | None:
 
 def upload_start(
     *,
-    project: Project,
+    tenant: Tenant,
     filename: str,
     content_type: str,
     size: int,
@@ -161,7 +161,7 @@ def upload_start(
         if idempotency_key is None:
             return None
         return idempotency_claim(
-            project=project, key=idempotency_key, request_hash=request_hash, kind=MULTIPART
+            tenant=tenant, key=idempotency_key, request_hash=request_hash, kind=MULTIPART
         )
 
     if idempotency_key is not None:
@@ -170,7 +170,7 @@ def upload_start(
         if answered is not None:
             return _replay(answered)
     plan = plan_parts(size)
-    storage_key = objectstore.new_key(project.id)
+    storage_key = objectstore.new_key(tenant.project_id)
     provider_upload_id = objectstore.multipart_start(key=storage_key, content_type=content_type)
     record = None
     try:
@@ -182,14 +182,14 @@ def upload_start(
             # No upload_expires_at: the single-upload expiry sweep must leave this object
             # alone; the session's own expiry governs it.
             stored = StoredObject.objects.create(
-                project=project,
+                **tenant.owner(),
                 storage_key=storage_key,
                 declared_type=content_type,
                 declared_size=size,
                 upload_expires_at=None,
             )
             file = File.objects.create(
-                project=project,
+                **tenant.owner(),
                 filename=filename,
                 path=path,
                 content_type=content_type,
@@ -198,7 +198,7 @@ def upload_start(
                 current_object=stored,
             )
             session = UploadSession.objects.create(
-                project=project,
+                **tenant.owner(),
                 file=file,
                 stored_object=stored,
                 provider_upload_id=provider_upload_id,
@@ -210,7 +210,7 @@ def upload_start(
             )
             if idempotency_key is not None:
                 idempotency_remember(
-                    project=project,
+                    tenant=tenant,
                     key=idempotency_key,
                     request_hash=request_hash,
                     kind=MULTIPART,
@@ -248,11 +248,9 @@ def _replay(record: IdempotencyRecord) -> StartedMultipart:
 # --- Fresh URLs and the parts held ---------------------------------------------------------
 
 
-def upload_sign_parts(
-    *, project: Project, upload_id: str, part_numbers: list[int]
-) -> PresignedParts:
+def upload_sign_parts(*, tenant: Tenant, upload_id: str, part_numbers: list[int]) -> PresignedParts:
     """Fresh presigned URLs for the given parts of an active session."""
-    session = upload_get(project=project, upload_id=upload_id)
+    session = upload_get(tenant=tenant, upload_id=upload_id)
     _check_open(session)
     beyond = sorted(n for n in part_numbers if n > session.part_count)
     if beyond:
@@ -281,10 +279,10 @@ def _best_version(versions: list[objectstore.HeldPart], length: int) -> objectst
     return max(versions, key=rank)
 
 
-def upload_parts_held(*, project: Project, upload_id: str) -> list[objectstore.HeldPart]:
+def upload_parts_held(*, tenant: Tenant, upload_id: str) -> list[objectstore.HeldPart]:
     """The parts the store holds for an active session, every page of them, one per part
     number, in part order."""
-    session = upload_get(project=project, upload_id=upload_id)
+    session = upload_get(tenant=tenant, upload_id=upload_id)
     _check_open(session)
     held = objectstore.multipart_parts(
         key=session.stored_object.storage_key, upload_id=session.provider_upload_id
@@ -385,66 +383,81 @@ def _end(session: UploadSession, file: File, reason: str) -> None:
     _upload_event(Event.Type.UPLOAD_ABORTED, session, file, reason=reason)
 
 
-def _lock_file(session: UploadSession, project: Project) -> File:
+def _lock_file(session: UploadSession, tenant: Tenant) -> File:
     file = File.objects.select_for_update().get(id=session.file_id)
-    file.project = project
+    file.project = tenant.project
     return file
 
 
-def upload_complete(*, project: Project, upload_id: str, parts: list[tuple[int, str]]) -> File:
+def upload_complete(*, tenant: Tenant, upload_id: str, parts: list[tuple[int, str]]) -> File:
     """Assemble the parts and publish the file.
 
-    1. Lock the session, then its file. Only an active, unexpired session completes (409
-       UPLOAD_NOT_ACTIVE); a concurrent complete or abort waits here and then sees the
-       outcome of the first.
+    The store is asked with no row locked (a slow store blocks no other request), then one
+    short transaction locks, re-checks and writes:
+
+    1. Only an active, unexpired session of a pending file completes (409 UPLOAD_NOT_ACTIVE,
+       FILE_NOT_PENDING).
     2. The list must be parts 1..N (409 UPLOAD_PARTS_INCOMPLETE).
     3. The store must hold each with that etag and its exact length (409
        UPLOAD_PARTS_INCOMPLETE / UPLOAD_SIZE_MISMATCH); nothing changes, so the client can
        PUT a part again and retry.
     4. Assemble at the store, then verify the object (real size, type, checksum). If the store
-       no longer has the upload but has the object, a previous complete assembled it and then
-       failed before committing: verify and publish that object.
-    5. Verified: publish version 1, session completed; ``upload.completed`` and
-       ``file.uploaded``. Refused: session aborted, file failed, and the answer says why.
+       no longer has the upload but has the object, a previous (or concurrent) complete
+       assembled it: verify that object.
+    5. Lock the session, then its file, and check 1 again: of two concurrent completes, or a
+       complete and an abort, the later sees the outcome of the first and is refused, as if it
+       had waited for it. Verified: publish version 1, session completed; ``upload.completed``
+       and ``file.uploaded``. Refused: session aborted, file failed, and the answer says why.
     """
+    session = upload_get(tenant=tenant, upload_id=upload_id)
+    _check_open(session)
+    file = File.objects.get(id=session.file_id)
+    if file.status != File.Status.PENDING:
+        raise FileNotPending(f"The upload's file is {file.status}; restore it first.")
+    _check_listed(session, parts)
+    stored = session.stored_object
+    key, provider_id = stored.storage_key, session.provider_upload_id
+    held = objectstore.multipart_parts(key=key, upload_id=provider_id)
+    assembled = False
+    if held is not None:
+        _check_held(session, parts, held)
+        try:
+            assembled = objectstore.multipart_complete(
+                key=key, upload_id=provider_id, parts=sorted(parts)
+            )
+        except objectstore.MultipartRefused as exc:
+            raise UploadPartsIncomplete(
+                "The store refused the parts (one was replaced meanwhile?); list them again.",
+                details={"storeCode": exc.code},
+            ) from exc
+    outcome: Verified | ApiError | None = None  # None: the store lost the upload
+    if assembled or objectstore.head(key) is not None:
+        outcome = verify(stored)
+
     refusal: ApiError | None = None
     with transaction.atomic():
-        session = upload_lock(project=project, upload_id=upload_id)
-        _check_open(session)
-        file = _lock_file(session, project)
+        session = upload_lock(tenant=tenant, upload_id=upload_id)
+        # Only the status: a session that expires while the store assembles it still
+        # completes; its client asked in time.
+        if session.status != Status.ACTIVE:
+            raise UploadNotActive(f"The upload is {session.status}.")
+        file = _lock_file(session, tenant)
         if file.status != File.Status.PENDING:
             raise FileNotPending(f"The upload's file is {file.status}; restore it first.")
-        _check_listed(session, parts)
         stored = session.stored_object
-        key, provider_id = stored.storage_key, session.provider_upload_id
-        held = objectstore.multipart_parts(key=key, upload_id=provider_id)
-        assembled = False
-        if held is not None:
-            _check_held(session, parts, held)
-            try:
-                assembled = objectstore.multipart_complete(
-                    key=key, upload_id=provider_id, parts=sorted(parts)
-                )
-            except objectstore.MultipartRefused as exc:
-                raise UploadPartsIncomplete(
-                    "The store refused the parts (one was replaced meanwhile?); list them again.",
-                    details={"storeCode": exc.code},
-                ) from exc
-        if not assembled and objectstore.head(key) is None:
+        if outcome is None:
             _end(session, file, Reason.LOST)
             refusal = UploadNotActive("The store no longer holds this upload; start a new one.")
+        elif isinstance(outcome, ApiError):
+            _end(session, file, Reason.REFUSED)
+            refusal = outcome
         else:
-            verified = verify(stored)
-            if isinstance(verified, ApiError):
-                _end(session, file, Reason.REFUSED)
-                refusal = verified
-            else:
-                publish(file, stored, verified, version=1)
-                session.status = Status.COMPLETED
-                session.completed_at = timezone.now()
-                session.save(update_fields=["status", "completed_at", "updated_at"])
-                _upload_event(Event.Type.UPLOAD_COMPLETED, session, file, checksum=file.checksum)
-                record_file_event(Event.Type.FILE_UPLOADED, file, checksum=file.checksum)
+            publish(file, stored, outcome, version=1)
+            session.status = Status.COMPLETED
+            session.completed_at = timezone.now()
+            session.save(update_fields=["status", "completed_at", "updated_at"])
+            _upload_event(Event.Type.UPLOAD_COMPLETED, session, file, checksum=file.checksum)
+            record_file_event(Event.Type.FILE_UPLOADED, file, checksum=file.checksum)
     if refusal is not None:
         raise refusal  # after the commit, so the aborted session and failed file are kept
     return file
@@ -453,7 +466,7 @@ def upload_complete(*, project: Project, upload_id: str, parts: list[tuple[int, 
 # --- Abort and expiry ------------------------------------------------------------------------
 
 
-def _abort(session: UploadSession, project: Project, reason: str) -> None:
+def _abort(session: UploadSession, tenant: Tenant, reason: str) -> None:
     """Release the parts at the store, then end the session (the caller holds its lock).
 
     Store first: if it fails nothing changes (503, retry); an abort the store already did is
@@ -462,18 +475,18 @@ def _abort(session: UploadSession, project: Project, reason: str) -> None:
     objectstore.multipart_abort(
         key=session.stored_object.storage_key, upload_id=session.provider_upload_id
     )
-    _end(session, _lock_file(session, project), reason)
+    _end(session, _lock_file(session, tenant), reason)
 
 
-def upload_abort(*, project: Project, upload_id: str) -> UploadSession:
+def upload_abort(*, tenant: Tenant, upload_id: str) -> UploadSession:
     """Abort an active session; aborting an aborted one succeeds and changes nothing."""
     with transaction.atomic():
-        session = upload_lock(project=project, upload_id=upload_id)
+        session = upload_lock(tenant=tenant, upload_id=upload_id)
         if session.status == Status.ABORTED:
             return session
         if session.status == Status.COMPLETED:
             raise UploadNotActive("The upload is completed; delete the file instead.")
-        _abort(session, project, Reason.CLIENT)
+        _abort(session, tenant, Reason.CLIENT)
         return session
 
 
@@ -504,7 +517,7 @@ def uploads_expire(*, now: datetime | None = None, batch: int = 100) -> int:
                     )
                     if session is None:
                         continue
-                    _abort(session, session.project, Reason.EXPIRED)
+                    _abort(session, Tenant.of(session), Reason.EXPIRED)
                     expired += 1
             except StorageUnavailable:
                 logger.warning("expiry sweep: the store could not abort %s; next run", session_id)

@@ -7,7 +7,7 @@ from rest_framework import viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from accounts.context import project_of
+from accounts.context import tenant_of
 from files.links import file_links
 from files.serializers import file_json
 from files.shapes import FileJson
@@ -64,7 +64,7 @@ class MultipartUploadViewSet(viewsets.ViewSet):
     def create(self, request: Request) -> Response:
         body = validated(MultipartStartRequest, request.data)
         started = services.upload_start(
-            project=project_of(request),
+            tenant=tenant_of(request),
             filename=body["filename"],
             content_type=body["contentType"],
             size=body["size"],
@@ -89,7 +89,7 @@ class MultipartUploadViewSet(viewsets.ViewSet):
     def sign_parts(self, request: Request, upload_id: str) -> Response:
         body = validated(SignPartsRequest, request.data)
         parts = services.upload_sign_parts(
-            project=project_of(request), upload_id=upload_id, part_numbers=body["partNumbers"]
+            tenant=tenant_of(request), upload_id=upload_id, part_numbers=body["partNumbers"]
         )
         answer: Data[SignedPartsJson] = {"data": {"id": upload_id, "parts": parts_json(parts)}}
         return Response(answer)
@@ -104,7 +104,7 @@ class MultipartUploadViewSet(viewsets.ViewSet):
         },
     )
     def list_parts(self, request: Request, upload_id: str) -> Response:
-        held = services.upload_parts_held(project=project_of(request), upload_id=upload_id)
+        held = services.upload_parts_held(tenant=tenant_of(request), upload_id=upload_id)
         answer: Data[HeldPartsJson] = {"data": held_parts_json(held)}
         return Response(answer)
 
@@ -134,7 +134,7 @@ class MultipartUploadViewSet(viewsets.ViewSet):
     def complete(self, request: Request, upload_id: str) -> Response:
         body = validated(CompleteRequest, request.data)
         file = services.upload_complete(
-            project=project_of(request), upload_id=upload_id, parts=body["parts"]
+            tenant=tenant_of(request), upload_id=upload_id, parts=body["parts"]
         )
         answer: FileJson = file_json(file)
         return Response(answer)
@@ -151,6 +151,6 @@ class MultipartUploadViewSet(viewsets.ViewSet):
         },
     )
     def destroy(self, request: Request, upload_id: str) -> Response:
-        session = services.upload_abort(project=project_of(request), upload_id=upload_id)
+        session = services.upload_abort(tenant=tenant_of(request), upload_id=upload_id)
         answer: Data[UploadAbortedJson] = {"data": {"id": session.id, "aborted": True}}
         return Response(answer)

@@ -3,14 +3,15 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
-from accounts.models import Project
+from accounts.models import Project, mode_field
+from accounts.tenancy import Tenant
 from files.models import File, StoredObject
 from storage_service.fields import public_id_field
 
 
 class VariantQuerySet(models.QuerySet["Variant"]):
-    def for_project(self, project: Project) -> VariantQuerySet:
-        return self.filter(project=project)
+    def for_tenant(self, tenant: Tenant) -> VariantQuerySet:
+        return self.filter(project_id=tenant.project_id, mode=tenant.mode)
 
 
 class Variant(models.Model):
@@ -29,6 +30,7 @@ class Variant(models.Model):
     id = public_id_field("var")
     # No index of its own: every lookup goes through the file (variant_unique starts with it).
     project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="+", db_index=False)
+    mode = mode_field()  # its file's
     file = models.ForeignKey(File, on_delete=models.CASCADE, related_name="+", db_index=False)
     version = models.PositiveIntegerField()  # the file version the variant is made from
     source_object = models.ForeignKey(StoredObject, on_delete=models.PROTECT, related_name="+")

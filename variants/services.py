@@ -17,8 +17,8 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from accounts.models import Project
 from accounts.services import bandwidth_record
+from accounts.tenancy import Tenant
 from files.events import record_file_event
 from files.models import File, StoredObject
 from files.services.common import Status, discard, lock_file
@@ -107,6 +107,7 @@ def variant_get_or_create(
         label=params.label,
         defaults={
             "project_id": file.project_id,
+            "mode": file.mode,
             "source_object_id": source_object_id,
             "width": params.width,
             "height": params.height,
@@ -147,11 +148,11 @@ def variants_discard_outputs(*, file: File) -> None:
 # --- Requests ------------------------------------------------------------------------------
 
 
-def variant_transform(*, project: Project, file_id: str, params: Params) -> Variant:
+def variant_transform(*, tenant: Tenant, file_id: str, params: Params) -> Variant:
     """Ask for a variant of the file's current version; identical parameters give the same
     variant and no new work (the file row's lock serialises two identical requests)."""
     with transaction.atomic():
-        file = lock_file(project, file_id)
+        file = lock_file(tenant, file_id)
         if file.status != Status.UPLOADED:
             raise FileNotUploaded(f"The file is {file.status}; only an uploaded file has variants.")
         if file.sniffed_type not in ELIGIBLE_TYPES:
@@ -187,20 +188,18 @@ def variant_transform(*, project: Project, file_id: str, params: Params) -> Vari
         return variant
 
 
-def _visible_file(project: Project, file_id: str) -> File:
+def _visible_file(tenant: Tenant, file_id: str) -> File:
     if not looks_like_id(file_id, "file"):
         raise FileNotFound("No such file.")
-    file = File.objects.for_project(project).visible().filter(id=file_id).first()
+    file = File.objects.for_tenant(tenant).visible().filter(id=file_id).first()
     if file is None:
         raise FileNotFound("No such file.")
     return file
 
 
-def variant_list(
-    *, project: Project, file_id: str, limit: int, cursor: str | None
-) -> Page[Variant]:
+def variant_list(*, tenant: Tenant, file_id: str, limit: int, cursor: str | None) -> Page[Variant]:
     """A file's variants, every version's, oldest first (ids are time-ordered)."""
-    file = _visible_file(project, file_id)
+    file = _visible_file(tenant, file_id)
     queryset = Variant.objects.filter(file=file).order_by("id")
     if cursor:
         _, after = decode_cursor(cursor, "variants")
@@ -213,11 +212,12 @@ def variant_list(
 
 
 def variant_download_url(
-    *, project: Project, file_id: str, variant_id: str, expires_in: int = 3600
+    *, tenant: Tenant, file_id: str, variant_id: str, expires_in: int = 3600
 ) -> objectstore.PresignedDownload:
-    """A presigned GET of a ready variant; counted as bandwidth like a file download."""
+    """A presigned GET of a ready variant; counted as bandwidth like a file download.
+    Lock-free, like the file's download-url."""
+    file = _visible_file(tenant, file_id)
     with transaction.atomic():
-        file = lock_file(project, file_id)
         variant = None
         if looks_like_id(variant_id, "var"):
             variant = (
@@ -246,7 +246,7 @@ def variant_download_url(
             variantId=variant.id,
             label=variant.label,
         )
-        bandwidth_record(project_id=project.id, size=variant.size or 0)
+        bandwidth_record(tenant=tenant, size=variant.size or 0)
         return download
 
 
@@ -399,6 +399,7 @@ def _reserve_output(
             discard(StoredObject.objects.get(id=variant.output_object_id))
         output = StoredObject.objects.create(
             project_id=variant.project_id,
+            mode=variant.mode,
             storage_key=objectstore.new_key(variant.project_id),
             declared_type=content_type,
             declared_size=size,

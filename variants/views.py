@@ -8,7 +8,7 @@ from rest_framework import viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from accounts.context import project_of
+from accounts.context import tenant_of
 from files.links import FILE_ID
 from files.serializers import DownloadUrlRequest, download_url_json
 from files.shapes import DownloadUrlJson
@@ -57,7 +57,7 @@ class VariantViewSet(viewsets.ViewSet):
     def transform(self, request: Request, file_id: str) -> Response:
         body = validated(TransformRequest, request.data)
         variant = services.variant_transform(
-            project=project_of(request), file_id=file_id, params=TransformRequest.params(body)
+            tenant=tenant_of(request), file_id=file_id, params=TransformRequest.params(body)
         )
         # 202 whether new or not: the work (if any) happens in a worker.
         answer: Data[VariantJson] = {"data": services.variant_json(variant)}
@@ -72,7 +72,7 @@ class VariantViewSet(viewsets.ViewSet):
     def list(self, request: Request, file_id: str) -> Response:
         query = validated_query(VariantListQuery, request)
         page = services.variant_list(
-            project=project_of(request),
+            tenant=tenant_of(request),
             file_id=file_id,
             limit=query["limit"],
             cursor=query.get("cursor"),
@@ -95,7 +95,7 @@ class VariantViewSet(viewsets.ViewSet):
     def download_url(self, request: Request, file_id: str, variant_id: str) -> Response:
         body = validated(DownloadUrlRequest, request.data)
         download = services.variant_download_url(
-            project=project_of(request),
+            tenant=tenant_of(request),
             file_id=file_id,
             variant_id=variant_id,
             expires_in=body["expiresInSeconds"],

@@ -15,6 +15,7 @@ from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from accounts.tenancy import Tenant
 from storage_service.adminperms import ReadOnlyAdmin, ReadOnlyInline, each_through_service
 from storage_service.ids import looks_like_id
 from webhooks.models import Delivery, Endpoint, Event
@@ -69,7 +70,7 @@ def redeliver(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: Quer
         request,
         queryset.select_related("endpoint__project"),
         lambda item: delivery_redeliver(
-            project=item.endpoint.project, webhook_id=item.endpoint_id, delivery_id=item.id
+            tenant=Tenant.of(item.endpoint), webhook_id=item.endpoint_id, delivery_id=item.id
         ),
         "Re-queued {count} delivery(ies).",
     )

@@ -4,7 +4,8 @@ from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.utils import timezone
 
-from accounts.models import Project
+from accounts.models import Project, mode_field
+from accounts.tenancy import Tenant
 from storage_service.fields import public_id_field
 
 
@@ -34,24 +35,27 @@ class Event(models.Model):
         UPLOAD_ABORTED = "upload.aborted"
 
     id = public_id_field("evt")
-    # Indexed by event_project_created (project, -created_at).
+    # Indexed by event_project_created (project, mode, -created_at).
     project = models.ForeignKey(
         Project, on_delete=models.CASCADE, related_name="events", db_index=False
     )
+    mode = mode_field()
     type = models.CharField(max_length=40, choices=Type.choices)
     data = models.JSONField()
     created_at = models.DateTimeField()
 
     class Meta:
-        indexes = [models.Index(fields=["project", "-created_at"], name="event_project_created")]
+        indexes = [
+            models.Index(fields=["project", "mode", "-created_at"], name="event_project_created")
+        ]
 
     def __str__(self) -> str:
         return f"{self.type} {self.id}"
 
 
 class EndpointQuerySet(models.QuerySet["Endpoint"]):
-    def for_project(self, project: Project) -> EndpointQuerySet:
-        return self.filter(project=project)
+    def for_tenant(self, tenant: Tenant) -> EndpointQuerySet:
+        return self.filter(project_id=tenant.project_id, mode=tenant.mode)
 
 
 class Endpoint(models.Model):
@@ -61,10 +65,12 @@ class Endpoint(models.Model):
         ACTIVE = "ACTIVE"
 
     id = public_id_field("wh")
-    # Indexed by endpoint_project_created (project, -created_at).
+    # Indexed by endpoint_project_created (project, mode, -created_at).
     project = models.ForeignKey(
         Project, on_delete=models.CASCADE, related_name="webhook_endpoints", db_index=False
     )
+    # Receives only events of its own mode.
+    mode = mode_field()
     url = models.CharField(max_length=2048)
     # Null means every event type, including types added later.
     events = ArrayField(models.CharField(max_length=40), null=True)
@@ -76,7 +82,9 @@ class Endpoint(models.Model):
     objects = EndpointQuerySet.as_manager()
 
     class Meta:
-        indexes = [models.Index(fields=["project", "-created_at"], name="endpoint_project_created")]
+        indexes = [
+            models.Index(fields=["project", "mode", "-created_at"], name="endpoint_project_created")
+        ]
 
     def __str__(self) -> str:
         return f"{self.id} {self.url}"

@@ -1,17 +1,17 @@
-"""Read queries of the webhooks app, each scoped to the project of the API key."""
+"""Read queries of the webhooks app, each scoped to the tenant (project and mode) of the API key."""
 
 from __future__ import annotations
 
-from accounts.models import Project
+from accounts.tenancy import Tenant
 from storage_service.pagination import Page, decode_cursor, encode_cursor
 from webhooks.models import Delivery, Endpoint
 
 _DELIVERY_SCOPE = "deliveries"
 
 
-def endpoint_list(*, project: Project) -> list[Endpoint]:
+def endpoint_list(*, tenant: Tenant) -> list[Endpoint]:
     """At most 20 rows: no paging needed. Newest first."""
-    return list(Endpoint.objects.for_project(project).order_by("-created_at", "-id"))
+    return list(Endpoint.objects.for_tenant(tenant).order_by("-created_at", "-id"))
 
 
 def delivery_list(*, endpoint: Endpoint, limit: int, cursor: str | None) -> Page[Delivery]:

@@ -12,6 +12,7 @@ from django.db.models.functions import Now
 from django.utils import timezone
 
 from accounts.models import Project
+from accounts.tenancy import Tenant
 from storage_service.errors import (
     DeliveryAlreadyDelivered,
     DeliveryNotFound,
@@ -25,6 +26,7 @@ from webhooks.models import Delivery, Endpoint, Event
 from webhooks.network import UrlRefused, validate_webhook_url
 from webhooks.signing import new_secret
 
+# Per project *and* mode: test and live endpoints are separate data, each mode its own 20.
 MAX_ENDPOINTS_PER_PROJECT = 20
 EVENT_TYPES: tuple[str, ...] = tuple(Event.Type.values)
 
@@ -36,21 +38,22 @@ EVENT_TYPES: tuple[str, ...] = tuple(Event.Type.values)
 # every due-time comparison uses, so an API host's clock cannot delay it.
 _RECORD_SQL = """
 WITH event AS (
-    INSERT INTO webhooks_event (id, project_id, type, data, created_at)
-    VALUES (%(event_id)s, %(project_id)s, %(type)s, %(data)s::jsonb, %(created_at)s)
+    INSERT INTO webhooks_event (id, project_id, mode, type, data, created_at)
+    VALUES (%(event_id)s, %(project_id)s, %(mode)s, %(type)s, %(data)s::jsonb, %(created_at)s)
 )
 INSERT INTO webhooks_delivery
     (id, endpoint_id, event_id, status, attempts, created_at, next_attempt_at)
 SELECT (%(ids)s::text[])[row_number() OVER (ORDER BY e.id)], e.id, %(event_id)s,
        'PENDING', 0, %(now)s, now()
 FROM webhooks_endpoint AS e
-WHERE e.project_id = %(project_id)s AND (e.events IS NULL OR %(type)s = ANY(e.events))
+WHERE e.project_id = %(project_id)s AND e.mode = %(mode)s
+  AND (e.events IS NULL OR %(type)s = ANY(e.events))
 RETURNING id
 """
 
 
 def event_record(
-    *, project: Project, type: str, data: dict[str, Any], at: datetime | None = None
+    *, tenant: Tenant, type: str, data: dict[str, Any], at: datetime | None = None
 ) -> Event:
     """Write an event row inside the caller's transaction (the outbox), and its deliveries.
 
@@ -58,16 +61,18 @@ def event_record(
     of the resources concerned and the fields the event is about.
 
     1. The event row.
-    2. One PENDING delivery, due now, per endpoint of the project subscribed to the type, in
-       the same transaction: the event and its deliveries commit (or vanish) together.
+    2. One PENDING delivery, due now, per endpoint of the tenant (its project *and* mode)
+       subscribed to the type, in the same transaction: the event and its deliveries commit
+       (or vanish) together. A test-mode event never reaches a live endpoint.
     3. After commit, one message asks a worker to send them all; if it is lost, the sweep
        finds the rows due and sends them.
     """
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("events must be recorded inside the transaction of their change")
+    project = tenant.project
     payload = {"projectId": project.id, "organizationId": project.organization_id, **data}
     now = timezone.now()
-    event = Event(id=new_id("evt"), project=project, type=type, data=payload, created_at=at or now)
+    event = Event(id=new_id("evt"), **tenant.owner(), type=type, data=payload, created_at=at or now)
     event._state.adding, event._state.db = False, connection.alias
     with connection.cursor() as cursor:
         cursor.execute(
@@ -75,6 +80,7 @@ def event_record(
             {
                 "event_id": event.id,
                 "project_id": project.id,
+                "mode": tenant.mode,
                 "type": type,
                 "data": json.dumps(payload),
                 "created_at": event.created_at,
@@ -94,7 +100,7 @@ class RegisteredEndpoint:
     secret: str  # shown to the client once, in the registration response
 
 
-def endpoint_create(*, project: Project, url: str, events: list[str] | None) -> RegisteredEndpoint:
+def endpoint_create(*, tenant: Tenant, url: str, events: list[str] | None) -> RegisteredEndpoint:
     """Register an endpoint.
 
     1. Check the URL (shape; with private networks refused, every address it resolves to).
@@ -107,14 +113,15 @@ def endpoint_create(*, project: Project, url: str, events: list[str] | None) -> 
     except UrlRefused as exc:
         raise ValidationError(str(exc), details={"url": [str(exc)]}) from exc
     with transaction.atomic():
-        Project.objects.select_for_update().filter(id=project.id).values_list("id").get()
-        if Endpoint.objects.for_project(project).count() >= MAX_ENDPOINTS_PER_PROJECT:
+        Project.objects.select_for_update().filter(id=tenant.project_id).values_list("id").get()
+        if Endpoint.objects.for_tenant(tenant).count() >= MAX_ENDPOINTS_PER_PROJECT:
             raise WebhookLimitReached(
-                f"A project may have at most {MAX_ENDPOINTS_PER_PROJECT} webhook endpoints.",
+                f"A project may have at most {MAX_ENDPOINTS_PER_PROJECT} webhook endpoints"
+                " in each mode (test, live).",
                 details={"limit": MAX_ENDPOINTS_PER_PROJECT},
             )
         endpoint = Endpoint.objects.create(
-            project=project,
+            **tenant.owner(),
             url=url,
             events=sorted(set(events), key=EVENT_TYPES.index) if events is not None else None,
             secret=new_secret(),
@@ -122,31 +129,31 @@ def endpoint_create(*, project: Project, url: str, events: list[str] | None) -> 
     return RegisteredEndpoint(endpoint=endpoint, secret=endpoint.secret)
 
 
-def endpoint_get(*, project: Project, webhook_id: str) -> Endpoint:
+def endpoint_get(*, tenant: Tenant, webhook_id: str) -> Endpoint:
     if not looks_like_id(webhook_id, "wh"):
         raise WebhookNotFound("No such webhook endpoint.")
-    endpoint = Endpoint.objects.for_project(project).filter(id=webhook_id).first()
+    endpoint = Endpoint.objects.for_tenant(tenant).filter(id=webhook_id).first()
     if endpoint is None:
         raise WebhookNotFound("No such webhook endpoint.")
     return endpoint
 
 
-def endpoint_delete(*, project: Project, webhook_id: str) -> str:
+def endpoint_delete(*, tenant: Tenant, webhook_id: str) -> str:
     """Unregister: the endpoint and its delivery log go; nothing more is sent to it."""
-    endpoint = endpoint_get(project=project, webhook_id=webhook_id)
+    endpoint = endpoint_get(tenant=tenant, webhook_id=webhook_id)
     with transaction.atomic():
         # A delivery in flight finds its row gone and records nothing.
         Endpoint.objects.filter(id=endpoint.id).delete()
     return endpoint.id
 
 
-def delivery_redeliver(*, project: Project, webhook_id: str, delivery_id: str) -> Delivery:
+def delivery_redeliver(*, tenant: Tenant, webhook_id: str, delivery_id: str) -> Delivery:
     """Re-queue a FAILED or PENDING delivery for an attempt now (same event, same evt_ id).
 
     A FAILED delivery gets one more attempt (FAILED again if it fails); a PENDING one is
     attempted now instead of at its scheduled time, and keeps its remaining retries.
     """
-    endpoint = endpoint_get(project=project, webhook_id=webhook_id)
+    endpoint = endpoint_get(tenant=tenant, webhook_id=webhook_id)
     if not looks_like_id(delivery_id, "dl"):
         raise DeliveryNotFound("No such delivery for this endpoint.")
     with transaction.atomic():

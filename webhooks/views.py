@@ -7,7 +7,7 @@ from rest_framework import viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from accounts.context import project_of
+from accounts.context import tenant_of
 from storage_service.openapi import Links, each, errors_of, path_id
 from storage_service.serializers import EmptyRequest, validated, validated_query
 from storage_service.shapes import Data, Paged, paged
@@ -30,7 +30,10 @@ class WebhookViewSet(viewsets.ViewSet):
     @extend_schema(
         tags=["webhooks"],
         summary="Register an endpoint (the answer is the only time its secret is shown)",
-        description=f"A project has at most {MAX_ENDPOINTS_PER_PROJECT} endpoints.",
+        description=(
+            f"A project has at most {MAX_ENDPOINTS_PER_PROJECT} endpoints in each mode (test,"
+            " live); a key sees and registers only those of its own mode."
+        ),
         request=EndpointCreateRequest,
         responses={
             201: Links(
@@ -46,7 +49,7 @@ class WebhookViewSet(viewsets.ViewSet):
     def create(self, request: Request) -> Response:
         body = validated(EndpointCreateRequest, request.data)
         registered = services.endpoint_create(
-            project=project_of(request), url=body["url"], events=body.get("events")
+            tenant=tenant_of(request), url=body["url"], events=body.get("events")
         )
         answer: Data[WebhookCreatedJson] = {
             "data": {"webhook": endpoint_json(registered.endpoint), "secret": registered.secret}
@@ -59,7 +62,7 @@ class WebhookViewSet(viewsets.ViewSet):
         responses={200: Data[list[WebhookJson]]},
     )
     def list(self, request: Request) -> Response:
-        endpoints = selectors.endpoint_list(project=project_of(request))
+        endpoints = selectors.endpoint_list(tenant=tenant_of(request))
         answer: Data[list[WebhookJson]] = {"data": [endpoint_json(e) for e in endpoints]}
         return Response(answer)
 
@@ -70,7 +73,7 @@ class WebhookViewSet(viewsets.ViewSet):
         responses={200: Data[WebhookJson], **errors_of(*NOT_FOUND)},
     )
     def retrieve(self, request: Request, webhook_id: str) -> Response:
-        endpoint = services.endpoint_get(project=project_of(request), webhook_id=webhook_id)
+        endpoint = services.endpoint_get(tenant=tenant_of(request), webhook_id=webhook_id)
         answer: Data[WebhookJson] = {"data": endpoint_json(endpoint)}
         return Response(answer)
 
@@ -81,7 +84,7 @@ class WebhookViewSet(viewsets.ViewSet):
         responses={200: Data[WebhookDeletedJson], **errors_of(*NOT_FOUND)},
     )
     def destroy(self, request: Request, webhook_id: str) -> Response:
-        deleted = services.endpoint_delete(project=project_of(request), webhook_id=webhook_id)
+        deleted = services.endpoint_delete(tenant=tenant_of(request), webhook_id=webhook_id)
         answer: Data[WebhookDeletedJson] = {"data": {"id": deleted, "deleted": True}}
         return Response(answer)
 
@@ -104,7 +107,7 @@ class WebhookViewSet(viewsets.ViewSet):
     )
     def deliveries(self, request: Request, webhook_id: str) -> Response:
         query = validated_query(DeliveryListQuery, request)
-        endpoint = services.endpoint_get(project=project_of(request), webhook_id=webhook_id)
+        endpoint = services.endpoint_get(tenant=tenant_of(request), webhook_id=webhook_id)
         page = selectors.delivery_list(
             endpoint=endpoint, limit=query["limit"], cursor=query.get("cursor")
         )
@@ -126,7 +129,7 @@ class WebhookViewSet(viewsets.ViewSet):
     def redeliver(self, request: Request, webhook_id: str, delivery_id: str) -> Response:
         validated(EmptyRequest, request.data)
         delivery = services.delivery_redeliver(
-            project=project_of(request), webhook_id=webhook_id, delivery_id=delivery_id
+            tenant=tenant_of(request), webhook_id=webhook_id, delivery_id=delivery_id
         )
         answer: Data[DeliveryJson] = {"data": delivery_json(delivery)}
         return Response(answer, status=202)

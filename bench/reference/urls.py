@@ -27,7 +27,8 @@ LEAN_SQL = (
     "SELECT f.id, f.filename, f.path, f.content_type, f.size, f.status, f.version,"
     " f.metadata, f.created_at, f.updated_at, f.uploaded_at, f.checksum, f.deleted_at,"
     " k.id"
-    " FROM accounts_apikey k JOIN files_file f ON f.project_id = k.project_id"
+    " FROM accounts_apikey k JOIN files_file f"
+    " ON f.project_id = k.project_id AND f.mode = k.environment"
     " WHERE k.key_hash = %s AND k.revoked_at IS NULL AND f.id = %s AND f.status <> 'deleted'"
 )
 

@@ -7,13 +7,14 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from accounts.models import Project
 from accounts.services import bandwidth_record
+from accounts.tenancy import Tenant
 from files.events import record_file_event
 from files.models import File, FileVersion
 from files.services.common import (
     Status,
     lock_file,
+    read_file,
 )
 from storage_service import objectstore
 from storage_service.errors import (
@@ -25,10 +26,10 @@ from webhooks.models import Event
 # --- Changes to an uploaded file -----------------------------------------------------------
 
 
-def file_update(*, project: Project, file_id: str, changes: dict[str, Any]) -> File:
+def file_update(*, tenant: Tenant, file_id: str, changes: dict[str, Any]) -> File:
     """Rename, move and/or replace metadata; one event per kind of change that happened."""
     with transaction.atomic():
-        file = lock_file(project, file_id)
+        file = lock_file(tenant, file_id)
         previous_filename, previous_path = file.filename, file.path
         changed: list[str] = []
         if "filename" in changes and changes["filename"] != file.filename:
@@ -53,21 +54,21 @@ def file_update(*, project: Project, file_id: str, changes: dict[str, Any]) -> F
 
 
 def file_copy(
-    *, project: Project, file_id: str, filename: str | None = None, path: Any = ...
+    *, tenant: Tenant, file_id: str, filename: str | None = None, path: Any = ...
 ) -> File:
     """A new file sharing the source's current stored object: no byte is copied.
 
     ``path`` left out keeps the source's folder; ``None`` means the root.
     """
     with transaction.atomic():
-        source = lock_file(project, file_id)
+        source = lock_file(tenant, file_id)
         if source.status != Status.UPLOADED:
             raise FileNotUploaded(
                 f"The file is {source.status}; only an uploaded file can be copied."
             )
         now = timezone.now()
         copy = File.objects.create(
-            project=project,
+            **tenant.owner(),
             filename=filename if filename is not None else source.filename,
             path=source.path if path is ... else path,
             content_type=source.content_type,
@@ -94,14 +95,20 @@ def file_copy(
 
 
 def file_download_url(
-    *, project: Project, file_id: str, expires_in: int = 3600
+    *, tenant: Tenant, file_id: str, expires_in: int = 3600
 ) -> objectstore.PresignedDownload:
+    """A presigned GET of the file's current version, its event and its bandwidth.
+
+    Lock-free: the file row is read, not locked (a URL is a snapshot of the version read;
+    a replace or delete meanwhile changes later URLs), so downloads of a popular file never
+    queue behind each other or behind a change of the file.
+    """
+    file = read_file(tenant, file_id)
+    if file.status != Status.UPLOADED:
+        raise FileNotUploaded(
+            f"The file is {file.status}; only an uploaded file can be downloaded."
+        )
     with transaction.atomic():
-        file = lock_file(project, file_id)
-        if file.status != Status.UPLOADED:
-            raise FileNotUploaded(
-                f"The file is {file.status}; only an uploaded file can be downloaded."
-            )
         download = objectstore.presign_get(
             key=file.current_object.storage_key,
             expires_in=expires_in,
@@ -109,5 +116,5 @@ def file_download_url(
             content_type=file.content_type,
         )
         record_file_event(Event.Type.FILE_DOWNLOADED, file, expiresAt=iso(download.expires_at))
-        bandwidth_record(project_id=project.id, size=file.size)  # last: the day's row lock
+        bandwidth_record(tenant=tenant, size=file.size)  # last: the day's row lock
         return download

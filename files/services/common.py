@@ -3,6 +3,11 @@
 Each transition locks the file row (``select_for_update``) and re-checks the state under the
 lock, so two concurrent calls give one success and one 409, never two successes. Events are
 written in the same transaction (the outbox in ``webhooks``).
+
+No object-store call is made under a row lock: a transition that asks the store (complete,
+replace complete, restore) reads and checks the row without a lock, asks the store, then
+locks, re-checks that nothing changed meanwhile, and writes, in one short transaction. A
+store that hangs holds no lock and blocks no other request.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from accounts.models import Project
+from accounts.tenancy import Tenant
 from files import hooks
 from files.models import File, FileVersion, StoredObject
 from storage_service import objectstore
@@ -43,11 +48,27 @@ class StartedUpload:
 # --- Helpers -------------------------------------------------------------------------------
 
 
-def lock_file(project: Project, file_id: str, *, include_deleted: bool = False) -> File:
+def read_file(tenant: Tenant, file_id: str, *, include_deleted: bool = False) -> File:
+    """The file row, read without a lock (before the store calls); 404 like ``lock_file``."""
+    if not looks_like_id(file_id, "file"):
+        raise FileNotFound("No such file.")
+    queryset = File.objects.for_tenant(tenant)
+    if not include_deleted:
+        queryset = queryset.visible()
+    file = (
+        queryset.select_related("current_object", "replacement_object").filter(id=file_id).first()
+    )
+    if file is None:
+        raise FileNotFound("No such file.")
+    file.project = tenant.project
+    return file
+
+
+def lock_file(tenant: Tenant, file_id: str, *, include_deleted: bool = False) -> File:
     """The file row, locked for this transaction; 404 when missing, foreign or deleted."""
     if not looks_like_id(file_id, "file"):
         raise FileNotFound("No such file.")
-    queryset = File.objects.for_project(project).select_for_update()
+    queryset = File.objects.for_tenant(tenant).select_for_update()
     if not include_deleted:
         queryset = queryset.visible()
     # No select_related here: when this statement waits for another transaction's lock,
@@ -56,15 +77,15 @@ def lock_file(project: Project, file_id: str, *, include_deleted: bool = False) 
     file = queryset.filter(id=file_id).first()
     if file is None:
         raise FileNotFound("No such file.")
-    file.project = project  # the caller's instance, so events read no extra row
+    file.project = tenant.project  # the caller's instance, so events read no extra row
     return file
 
 
-def new_object(project: Project, *, content_type: str, size: int) -> StoredObject:
+def new_object(tenant: Tenant, *, content_type: str, size: int) -> StoredObject:
     ttl = settings.SERVICE_UPLOAD_URL_TTL_SECONDS
     return StoredObject.objects.create(
-        project=project,
-        storage_key=objectstore.new_key(project.id),
+        **tenant.owner(),
+        storage_key=objectstore.new_key(tenant.project_id),
         declared_type=content_type,
         declared_size=size,
         upload_expires_at=timezone.now() + timedelta(seconds=ttl),

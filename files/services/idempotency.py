@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from accounts.models import Project
+from accounts.tenancy import Tenant
 from files.models import File, IdempotencyRecord
 from storage_service.errors import IdempotencyKeyReused
 
@@ -23,20 +23,23 @@ MULTIPART = "multipart"
 
 
 def idempotency_claim(
-    *, project: Project, key: str, request_hash: str, kind: str
+    *, tenant: Tenant, key: str, request_hash: str, kind: str
 ) -> IdempotencyRecord | None:
     """The record a retry replays, or None when the key is new (or forgotten).
 
-    Call inside a transaction: it takes a lock on (project, key) held until commit, so two
+    Call inside a transaction: it takes a lock on (project, mode, key) held until commit, so two
     requests with one key cannot both create. A record of another body or another kind of
     creation: 409 IDEMPOTENCY_KEY_REUSED.
     """
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"{project.id}:{key}"]
+            "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+            [f"{tenant.project_id}:{tenant.mode}:{key}"],
         )
     cutoff = timezone.now() - timedelta(hours=settings.SERVICE_IDEMPOTENCY_TTL_HOURS)
-    record = IdempotencyRecord.objects.filter(project=project, key=key).first()
+    record = IdempotencyRecord.objects.filter(
+        project_id=tenant.project_id, mode=tenant.mode, key=key
+    ).first()
     if record is None:
         return None
     if record.created_at < cutoff:
@@ -53,7 +56,7 @@ def idempotency_claim(
 
 def idempotency_remember(
     *,
-    project: Project,
+    tenant: Tenant,
     key: str,
     request_hash: str,
     kind: str,
@@ -62,7 +65,7 @@ def idempotency_remember(
 ) -> None:
     """Record the answer to replay (in the creating transaction, under the claim's lock)."""
     IdempotencyRecord.objects.create(
-        project=project,
+        **tenant.owner(),
         key=key,
         request_hash=request_hash,
         file=file,

@@ -8,13 +8,14 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from accounts.models import Project
+from accounts.tenancy import Tenant
 from files.events import record_file_event
 from files.models import File, StoredObject
 from files.services.common import (
     Status,
     discard,
     lock_file,
+    read_file,
 )
 from storage_service import objectstore
 from storage_service.errors import (
@@ -27,10 +28,10 @@ from webhooks.models import Event
 # --- Delete, restore, purge ----------------------------------------------------------------
 
 
-def file_delete(*, project: Project, file_id: str) -> File:
+def file_delete(*, tenant: Tenant, file_id: str) -> File:
     """Soft delete: the bytes stay for the grace window; a pending replacement is dropped."""
     with transaction.atomic():
-        file = lock_file(project, file_id)
+        file = lock_file(tenant, file_id)
         now = timezone.now()
         file.status_before_delete = file.status
         file.status = Status.DELETED
@@ -53,23 +54,35 @@ def file_delete(*, project: Project, file_id: str) -> File:
         return file
 
 
-def file_restore(*, project: Project, file_id: str) -> File:
-    """Bring a soft-deleted file back, as long as its bytes have not been purged."""
+def file_restore(*, tenant: Tenant, file_id: str) -> File:
+    """Bring a soft-deleted file back, as long as its bytes have not been purged.
+
+    The store is asked (HEAD) before the row is locked; under the lock the checks are made
+    again, so a purge or another restore meanwhile is seen.
+    """
+    file = read_file(tenant, file_id, include_deleted=True)
+    _check_restorable(file)
+    stored_id = file.current_object_id
+    if (file.status_before_delete or Status.UPLOADED) == Status.UPLOADED and (
+        objectstore.head(file.current_object.storage_key) is None
+    ):
+        raise ObjectNotFound("The file's stored object no longer exists in the store.")
     with transaction.atomic():
-        file = lock_file(project, file_id, include_deleted=True)
-        if file.status != Status.DELETED:
-            raise FileNotDeleted(f"The file is {file.status}, not deleted.")
-        if file.purged_at is not None or file.current_object.state == StoredObject.State.PURGED:
-            raise ObjectNotFound("The file's stored object has been purged; it cannot be restored.")
+        file = lock_file(tenant, file_id, include_deleted=True)
+        _check_restorable(file)
+        if file.current_object_id != stored_id:
+            raise FileNotDeleted("The file changed meanwhile; retry.")
         restored_status = file.status_before_delete or Status.UPLOADED
-        if (
-            restored_status == Status.UPLOADED
-            and objectstore.head(file.current_object.storage_key) is None
-        ):
-            raise ObjectNotFound("The file's stored object no longer exists in the store.")
         file.status = restored_status
         file.deleted_at = None
         file.status_before_delete = ""
         file.save(update_fields=["status", "deleted_at", "status_before_delete", "updated_at"])
         record_file_event(Event.Type.FILE_RESTORED, file)
         return file
+
+
+def _check_restorable(file: File) -> None:
+    if file.status != Status.DELETED:
+        raise FileNotDeleted(f"The file is {file.status}, not deleted.")
+    if file.purged_at is not None or file.current_object.state == StoredObject.State.PURGED:
+        raise ObjectNotFound("The file's stored object has been purged; it cannot be restored.")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
-from accounts.models import Project
+from accounts.tenancy import Tenant
 from files.events import record_file_event
 from files.models import File
 from files.services.common import (
@@ -17,6 +17,7 @@ from files.services.common import (
     new_object,
     presign_upload,
     publish,
+    read_file,
     verify,
 )
 from storage_service.errors import (
@@ -32,7 +33,7 @@ from webhooks.models import Event
 
 
 def file_replace_start(
-    *, project: Project, file_id: str, content_type: str, size: int
+    *, tenant: Tenant, file_id: str, content_type: str, size: int
 ) -> StartedUpload:
     """Presign the PUT of a new version; the file keeps serving its current one meanwhile.
 
@@ -41,7 +42,7 @@ def file_replace_start(
     """
     check_single_put_size(size)
     with transaction.atomic():
-        file = lock_file(project, file_id)
+        file = lock_file(tenant, file_id)
         if file.status != Status.UPLOADED:
             raise FileNotUploaded(
                 f"The file is {file.status}; only an uploaded file can be replaced."
@@ -54,24 +55,27 @@ def file_replace_start(
                     details={"expiresAt": iso(pending.upload_expires_at)},
                 )
             discard(pending)
-        stored = new_object(project, content_type=content_type, size=size)
+        stored = new_object(tenant, content_type=content_type, size=size)
         file.replacement_object = stored
         file.save(update_fields=["replacement_object", "updated_at"])
         return StartedUpload(file=file, upload=presign_upload(stored))
 
 
-def file_replace_complete(*, project: Project, file_id: str) -> File:
+def file_replace_complete(*, tenant: Tenant, file_id: str) -> File:
     """Verify the replacement's bytes and publish them as version N+1.
 
     The previous version's object is kept (its FileVersion row still points at it). Bytes of
     another size or a contradicting type cancel the replacement (the client starts another).
     """
+    stored = read_file(tenant, file_id).replacement_object
+    if stored is None:
+        raise NoReplaceInProgress("No replacement is pending for this file.")
+    verified = verify(stored)  # no lock held while the store answers
     with transaction.atomic():
-        file = lock_file(project, file_id)
-        stored = file.replacement_object
-        if stored is None:
+        file = lock_file(tenant, file_id)
+        if file.replacement_object_id != stored.id:
+            # Completed, cancelled or replaced by another replacement meanwhile.
             raise NoReplaceInProgress("No replacement is pending for this file.")
-        verified = verify(stored)
         if isinstance(verified, ApiError):
             file.replacement_object = None
             file.save(update_fields=["replacement_object", "updated_at"])

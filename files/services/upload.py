@@ -7,7 +7,7 @@ from typing import Any
 
 from django.db import transaction
 
-from accounts.models import Project
+from accounts.tenancy import Tenant
 from files import hooks
 from files.events import record_file_event
 from files.models import File
@@ -20,6 +20,7 @@ from files.services.common import (
     new_object,
     presign_upload,
     publish,
+    read_file,
     verify,
 )
 from files.services.idempotency import SINGLE, idempotency_claim, idempotency_remember
@@ -35,7 +36,7 @@ from webhooks.models import Event
 
 def file_upload_start(
     *,
-    project: Project,
+    tenant: Tenant,
     filename: str,
     content_type: str,
     size: int,
@@ -55,12 +56,12 @@ def file_upload_start(
     check_single_put_size(size)
     with transaction.atomic():
         if idempotency_key is not None:
-            replay = _idempotent_replay(project, idempotency_key, request_hash)
+            replay = _idempotent_replay(tenant, idempotency_key, request_hash)
             if replay is not None:
                 return replay
-        stored = new_object(project, content_type=content_type, size=size)
+        stored = new_object(tenant, content_type=content_type, size=size)
         file = File.objects.create(
-            project=project,
+            **tenant.owner(),
             filename=filename,
             path=path,
             content_type=content_type,
@@ -71,7 +72,7 @@ def file_upload_start(
         upload = presign_upload(stored)
         if idempotency_key is not None:
             idempotency_remember(
-                project=project,
+                tenant=tenant,
                 key=idempotency_key,
                 request_hash=request_hash,
                 kind=SINGLE,
@@ -87,8 +88,8 @@ def file_upload_start(
     return StartedUpload(file=file, upload=upload)
 
 
-def _idempotent_replay(project: Project, key: str, request_hash: str) -> StartedUpload | None:
-    record = idempotency_claim(project=project, key=key, request_hash=request_hash, kind=SINGLE)
+def _idempotent_replay(tenant: Tenant, key: str, request_hash: str) -> StartedUpload | None:
+    record = idempotency_claim(tenant=tenant, key=key, request_hash=request_hash, kind=SINGLE)
     if record is None:
         return None
     file = File.objects.get(id=record.file_id)
@@ -102,27 +103,30 @@ def _idempotent_replay(project: Project, key: str, request_hash: str) -> Started
     return StartedUpload(file=file, upload=upload, replayed=True)
 
 
-def file_complete(*, project: Project, file_id: str) -> File:
+def file_complete(*, tenant: Tenant, file_id: str) -> File:
     """Verify the uploaded bytes and publish version 1.
 
-    1. Lock the file; only a pending file can complete (409 FILE_NOT_PENDING), and not one
-       another app uploads (a multipart file: 409 UPLOAD_IS_MULTIPART, from uploads).
-    2. Read the stored object's real size and type. No bytes yet: 409 OBJECT_NOT_FOUND and
-       nothing changes. Bytes of another size or a contradicting type: the file becomes
-       ``failed`` (the presigned PUT cannot overwrite them, so they can never become right)
-       and the answer says why.
+    1. Only a pending file can complete (409 FILE_NOT_PENDING), and not one another app
+       uploads (a multipart file: 409 UPLOAD_IS_MULTIPART, from uploads).
+    2. Read the stored object's real size and type, with no lock held. No bytes yet: 409
+       OBJECT_NOT_FOUND and nothing changes. Then lock the file and check 1 again. Bytes of
+       another size or a contradicting type: the file becomes ``failed`` (the presigned PUT
+       cannot overwrite them, so they can never become right) and the answer says why.
     3. Otherwise the file becomes ``uploaded`` with its checksum; ``file.uploaded``.
     """
+    file = read_file(tenant, file_id)
+    _check_completable(file)
+    stored = file.current_object
+    # The store's answers, with no row locked: a slow store holds no lock.
+    verified = verify(stored)
     with transaction.atomic():
-        file = lock_file(project, file_id)
-        if file.status != Status.PENDING:
-            raise FileNotPending(f"The file is {file.status}; only a pending file can complete.")
-        # A multipart file completes through its session (uploads refuses it here).
-        for owned in hooks.single_complete_refusal.send(file=file):
-            if owned is not None:
-                raise owned
+        file = lock_file(tenant, file_id)
+        # Re-checked under the lock: of two concurrent completes, the second sees the first's
+        # outcome and is refused (409), exactly as if it had waited for it.
+        _check_completable(file)
+        if file.current_object_id != stored.id:
+            raise FileNotPending("The file changed while its bytes were checked; retry.")
         stored = file.current_object
-        verified = verify(stored)
         if isinstance(verified, ApiError):
             file.status = Status.FAILED
             file.save(update_fields=["status", "updated_at"])
@@ -135,3 +139,12 @@ def file_complete(*, project: Project, file_id: str) -> File:
     if refusal is not None:
         raise refusal  # after the commit, so the file's failed state is kept
     return file
+
+
+def _check_completable(file: File) -> None:
+    if file.status != Status.PENDING:
+        raise FileNotPending(f"The file is {file.status}; only a pending file can complete.")
+    # A multipart file completes through its session (uploads refuses it here).
+    for owned in hooks.single_complete_refusal.send(file=file):
+        if owned is not None:
+            raise owned

@@ -398,3 +398,45 @@ CELERY_WORKER_MAX_MEMORY_PER_CHILD = env_int(
 # deliveries never wait behind a backlog of image work.
 SERVICE_TRANSFORM_QUEUE = env_str("SERVICE_TRANSFORM_QUEUE", "transforms")
 CELERY_TASK_ROUTES["variants.tasks.process_variant"] = {"queue": SERVICE_TRANSFORM_QUEUE}
+
+
+# --- Locks and timeouts (issue 11) -----------------------------------------------------------
+# Every API request must end, with an answer, inside gunicorn's worker timeout (gunicorn.conf.py
+# reads the same API_TIMEOUT_SECONDS): a request still running then is killed, and its client
+# gets a dropped connection (a 502 behind a proxy) instead of the documented 503.
+API_TIMEOUT_SECONDS = env_int("API_TIMEOUT_SECONDS", 30, minimum=5)
+# One object-store call: connect, then each socket read, each attempt (botocore "standard"
+# retries, max_attempts counts the first). A store that accepts and never answers costs
+# SERVICE_STORE_MAX_ATTEMPTS x (connect + read) seconds, then 503 STORAGE_UNAVAILABLE.
+SERVICE_STORE_CONNECT_TIMEOUT_SECONDS = env_int(
+    "SERVICE_STORE_CONNECT_TIMEOUT_SECONDS", 3, minimum=1
+)
+SERVICE_STORE_READ_TIMEOUT_SECONDS = env_int("SERVICE_STORE_READ_TIMEOUT_SECONDS", 10, minimum=1)
+SERVICE_STORE_MAX_ATTEMPTS = env_int("SERVICE_STORE_MAX_ATTEMPTS", 2, minimum=1, maximum=10)
+STORE_CALL_BUDGET_SECONDS = SERVICE_STORE_MAX_ATTEMPTS * (
+    SERVICE_STORE_CONNECT_TIMEOUT_SECONDS + SERVICE_STORE_READ_TIMEOUT_SECONDS
+)
+if STORE_CALL_BUDGET_SECONDS >= API_TIMEOUT_SECONDS:
+    raise ImproperlyConfigured(
+        f"One object-store call may take {STORE_CALL_BUDGET_SECONDS} s (attempts x (connect +"
+        f" read)), not under API_TIMEOUT_SECONDS={API_TIMEOUT_SECONDS}: a store outage would"
+        " kill workers instead of answering 503."
+    )
+# PostgreSQL cuts any statement running (or waiting for a lock) longer than this, and ends a
+# session left idle inside a transaction longer than that (its locks go with it). Both in
+# milliseconds; 0 turns one off (e.g. DATABASE_STATEMENT_TIMEOUT_MS=0 for a long migration).
+DATABASE_STATEMENT_TIMEOUT_MS = env_int("DATABASE_STATEMENT_TIMEOUT_MS", 15_000, minimum=0)
+DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS = env_int(
+    "DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS", 60_000, minimum=0
+)
+_db_options = DATABASES["default"]["OPTIONS"]
+assert isinstance(_db_options, dict)
+_db_options["options"] = " ".join(
+    part
+    for part in (
+        str(_db_options.get("options", "")),
+        f"-c statement_timeout={DATABASE_STATEMENT_TIMEOUT_MS}",
+        f"-c idle_in_transaction_session_timeout={DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS}",
+    )
+    if part
+)

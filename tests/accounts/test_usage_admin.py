@@ -25,16 +25,16 @@ def test_storage_counts_live_objects_once_and_bandwidth_totals_and_recent_days(
     assert copied.status_code in (200, 201), copied.json()
     start_upload(owner, b"not yet uploaded", contentType="text/plain")  # pending: not stored
     uploaded_file(sibling, b"another project's", contentType="text/plain")
-    bandwidth_record(project_id=owner.project.id, size=1000)
-    bandwidth_record(project_id=owner.project.id, size=500)
+    bandwidth_record(tenant=owner.tenant, size=1000)
+    bandwidth_record(tenant=owner.tenant, size=500)
     BandwidthUsage.objects.create(
-        project=owner.project,
+        **owner.tenant.owner(),
         day=timezone.now().date() - timedelta(days=40),
         bytes=7000,
         downloads=3,
     )
 
-    usage = project_usage(owner.project)
+    usage = project_usage(owner.tenant)
 
     # Two objects of 3 and 5 bytes: the copy shares the first one's object.
     assert (usage.storage_bytes, usage.live_objects) == (8, 2)
@@ -63,10 +63,8 @@ def test_the_project_list_costs_the_same_queries_whatever_its_length(db: None) -
         return len(captured)
 
     for n in range(2):
-        project = make_actor(f"p{n}").project
-        bandwidth_record(project_id=project.id, size=10)
+        bandwidth_record(tenant=make_actor(f"p{n}").tenant, size=10)
     few = queries()
     for n in range(2, 12):
-        project = make_actor(f"p{n}").project
-        bandwidth_record(project_id=project.id, size=10)
+        bandwidth_record(tenant=make_actor(f"p{n}").tenant, size=10)
     assert queries() == few

@@ -102,7 +102,7 @@ def test_the_sweep_redoes_a_variant_whose_message_was_lost(
     stored = File.objects.get(id=file["id"])
     # A variant row whose message never reached the broker, ten minutes ago and more.
     lost = Variant.objects.create(
-        project=owner.project,
+        **owner.tenant.owner(),
         file=stored,
         version=1,
         source_object_id=stored.current_object_id,

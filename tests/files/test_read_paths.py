@@ -34,7 +34,7 @@ def assert_fast_is_slow(actor: Actor, file_id: str) -> None:
     """The hand-built single-file reads (file_get, and file_get_with_key, which GET uses)
     against the ORM's own read of the same row, through the one shape, field by field."""
     slow = file_json(File.objects.get(id=file_id))
-    fast = file_json(selectors.file_get(project=actor.project, file_id=file_id))
+    fast = file_json(selectors.file_get(tenant=actor.tenant, file_id=file_id))
     found = selectors.file_get_with_key(raw_key=actor.key.raw_key, file_id=file_id)
     assert found is not None and found.file is not None
     assert found.api_key is not None and found.api_key.pk == actor.key.api_key.pk
@@ -43,7 +43,7 @@ def assert_fast_is_slow(actor: Actor, file_id: str) -> None:
     assert_same(dict(file_json(found.file)), dict(slow), "file_get_with_key", "ORM")
     # Every column too, not only those the shape shows (a later shape may show more).
     orm = File.objects.get(id=file_id)
-    hand_built = selectors.file_get(project=actor.project, file_id=file_id)
+    hand_built = selectors.file_get(tenant=actor.tenant, file_id=file_id)
     for field in File._meta.concrete_fields:
         expected = getattr(orm, field.attname)
         for name, instance in (("file_get", hand_built), ("file_get_with_key", found.file)):
@@ -61,7 +61,7 @@ def read_back(actor: Actor, file_id: str, *, deleted: bool = False) -> dict[str,
     assert len(listed) == 1, file_id
     if deleted:
         with pytest.raises(FileNotFound):
-            selectors.file_get(project=actor.project, file_id=file_id)
+            selectors.file_get(tenant=actor.tenant, file_id=file_id)
         found = selectors.file_get_with_key(raw_key=actor.key.raw_key, file_id=file_id)
         assert found is not None and found.api_key is not None and found.file is None
         return dict(listed[0])

@@ -189,10 +189,10 @@ def _resources(actor: Actor, name: str) -> dict[str, str]:
     # Made directly: registering through the API would resolve the URL's host, and this
     # endpoint is never sent to (on_commit does not run inside the test's transaction).
     endpoint = Endpoint.objects.create(
-        project=actor.project, url=f"https://{name}.example.com/hook", secret=new_secret()
+        **actor.tenant.owner(), url=f"https://{name}.example.com/hook", secret=new_secret()
     )
     with transaction.atomic():
-        event = event_record(project=actor.project, type="file.created", data={"fileId": "x"})
+        event = event_record(tenant=actor.tenant, type="file.created", data={"fileId": "x"})
     delivery = Delivery.objects.get(event=event, endpoint=endpoint)
     return {
         "file_id": file["id"],

@@ -20,8 +20,8 @@ def staff_client() -> Client:
 
 
 def test_bandwidth_usage_is_listed_and_read_only(owner: Actor) -> None:
-    bandwidth_record(project_id=owner.project.id, size=1234)
-    bandwidth_record(project_id=owner.project.id, size=766)
+    bandwidth_record(tenant=owner.tenant, size=1234)
+    bandwidth_record(tenant=owner.tenant, size=766)
     client = staff_client()
     page = client.get("/admin/accounts/bandwidthusage/")
     assert page.status_code == 200

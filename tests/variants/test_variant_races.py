@@ -41,7 +41,7 @@ def test_two_workers_on_one_variant_make_one_result(actor: Actor) -> None:
     # Its own row, never sent to the broker: a worker the e2e tests left running on the test
     # queue may take the upload's thumbnail, but not this one.
     variant = Variant.objects.create(
-        project=actor.project,
+        **actor.tenant.owner(),
         file=stored,
         version=1,
         source_object_id=stored.current_object_id,

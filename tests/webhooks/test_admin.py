@@ -32,7 +32,7 @@ def register(actor: Actor, url: str = URL) -> tuple[str, str]:
 
 def record(actor: Actor, type: str = "file.created") -> Event:
     with transaction.atomic():
-        return event_record(project=actor.project, type=type, data={"fileId": "x"})
+        return event_record(tenant=actor.tenant, type=type, data={"fileId": "x"})
 
 
 def html(client: Client, url: str, query: dict[str, Any] | None = None) -> str:

@@ -15,7 +15,7 @@ from django.db import transaction
 from django.test import override_settings
 from django.utils import timezone
 
-from accounts.models import Project
+from accounts.tenancy import Tenant
 from tests.factories import Actor
 from tests.webhook_receiver import Answer, Receiver, running_receiver, verify_signature
 from webhooks import delivery, tasks
@@ -32,10 +32,10 @@ def receiver() -> Iterator[Receiver]:
         yield running
 
 
-def record(project: Project, type: str = "file.created", **data: object) -> list[str]:
+def record(tenant: Tenant, type: str = "file.created", **data: object) -> list[str]:
     """An event, committed, with the enqueue after commit suppressed: the test sends."""
     with mock.patch.object(tasks, "enqueue"), transaction.atomic():
-        event = event_record(project=project, type=type, data=dict(data))
+        event = event_record(tenant=tenant, type=type, data=dict(data))
     return list(Delivery.objects.filter(event=event).values_list("id", flat=True))
 
 
@@ -46,8 +46,8 @@ def make_due(ids: list[str]) -> None:
 def test_every_event_type_is_carried_signed_to_its_subscriber(
     owner: Actor, receiver: Receiver
 ) -> None:
-    registered = endpoint_create(project=owner.project, url=receiver.url("/all"), events=None)
-    ids = [i for type in Event.Type.values for i in record(owner.project, type, n=1)]
+    registered = endpoint_create(tenant=owner.tenant, url=receiver.url("/all"), events=None)
+    ids = [i for type in Event.Type.values for i in record(owner.tenant, type, n=1)]
 
     assert delivery.deliver(ids) == []
 
@@ -68,15 +68,15 @@ def test_every_event_type_is_carried_signed_to_its_subscriber(
 def test_a_delivery_already_done_or_not_due_is_not_sent_again(
     owner: Actor, receiver: Receiver
 ) -> None:
-    endpoint_create(project=owner.project, url=receiver.url("/once"), events=None)
-    ids = record(owner.project)
+    endpoint_create(tenant=owner.tenant, url=receiver.url("/once"), events=None)
+    ids = record(owner.tenant)
     delivery.deliver(ids)
 
     assert delivery.deliver(ids) == []  # a duplicate message
     assert len(receiver.at("/once")) == 1
 
     receiver.script("/once", Answer(500))
-    later = record(owner.project)
+    later = record(owner.tenant)
     retries = delivery.deliver(later)
     assert len(retries) == 1 and retries[0].ids == later
     assert delivery.deliver(later) == []  # the retry is not due yet: nothing sent
@@ -95,9 +95,9 @@ def test_a_delivery_already_done_or_not_due_is_not_sent_again(
 def test_only_a_2xx_is_a_success(
     owner: Actor, receiver: Receiver, answer: Answer, error: str | None
 ) -> None:
-    endpoint_create(project=owner.project, url=receiver.url("/code"), events=None)
+    endpoint_create(tenant=owner.tenant, url=receiver.url("/code"), events=None)
     receiver.script("/code", answer)
-    ids = record(owner.project)
+    ids = record(owner.tenant)
 
     delivery.deliver(ids)
 
@@ -112,9 +112,9 @@ def test_only_a_2xx_is_a_success(
 
 @pytest.mark.parametrize("status", [200, 201, 202, 204, 299])
 def test_any_2xx_is_a_success(owner: Actor, receiver: Receiver, status: int) -> None:
-    endpoint_create(project=owner.project, url=receiver.url("/ok"), events=None)
+    endpoint_create(tenant=owner.tenant, url=receiver.url("/ok"), events=None)
     receiver.script("/ok", Answer(status))
-    ids = record(owner.project)
+    ids = record(owner.tenant)
     delivery.deliver(ids)
     row = Delivery.objects.get(id=ids[0])
     assert (row.status, row.response_status, row.last_error) == ("DELIVERED", status, None)
@@ -122,9 +122,9 @@ def test_any_2xx_is_a_success(owner: Actor, receiver: Receiver, status: int) -> 
 
 @override_settings(SERVICE_WEBHOOK_RETRY_DELAYS_MS=[1000, 5000, 30000, 120000])
 def test_retries_follow_the_configured_delays_then_fail(owner: Actor, receiver: Receiver) -> None:
-    endpoint_create(project=owner.project, url=receiver.url("/down"), events=None)
+    endpoint_create(tenant=owner.tenant, url=receiver.url("/down"), events=None)
     receiver.default = Answer(503)
-    ids = record(owner.project)
+    ids = record(owner.tenant)
 
     for delay_ms in [1000, 5000, 30000, 120000]:
         before = timezone.now()
@@ -144,9 +144,9 @@ def test_retries_follow_the_configured_delays_then_fail(owner: Actor, receiver: 
 
 @override_settings(SERVICE_WEBHOOK_TIMEOUT_SECONDS=1)
 def test_a_slow_answer_is_a_timeout(owner: Actor, receiver: Receiver) -> None:
-    endpoint_create(project=owner.project, url=receiver.url("/slow"), events=None)
+    endpoint_create(tenant=owner.tenant, url=receiver.url("/slow"), events=None)
     receiver.script("/slow", Answer(200, delay=1.5))
-    ids = record(owner.project)
+    ids = record(owner.tenant)
 
     started = time.monotonic()
     delivery.deliver(ids)
@@ -161,8 +161,8 @@ def test_a_closed_port_is_a_connection_error(owner: Actor) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    endpoint_create(project=owner.project, url=f"http://127.0.0.1:{port}/x", events=None)
-    ids = record(owner.project)
+    endpoint_create(tenant=owner.tenant, url=f"http://127.0.0.1:{port}/x", events=None)
+    ids = record(owner.tenant)
 
     delivery.deliver(ids)
 
@@ -172,9 +172,9 @@ def test_a_closed_port_is_a_connection_error(owner: Actor) -> None:
 
 
 def test_a_redeliver_during_an_attempt_is_not_lost(owner: Actor, receiver: Receiver) -> None:
-    endpoint_create(project=owner.project, url=receiver.url("/race"), events=None)
+    endpoint_create(tenant=owner.tenant, url=receiver.url("/race"), events=None)
     receiver.default = Answer(500)
-    ids = record(owner.project)
+    ids = record(owner.tenant)
     claimed = delivery.claim_by_id(ids)
     assert len(claimed) == 1
     assert delivery.claim_by_id(ids) == []  # in flight: no second claim
@@ -189,8 +189,8 @@ def test_a_redeliver_during_an_attempt_is_not_lost(owner: Actor, receiver: Recei
 
 
 def test_a_lapsed_lease_is_claimed_again_by_the_sweep(owner: Actor, receiver: Receiver) -> None:
-    endpoint_create(project=owner.project, url=receiver.url("/dead"), events=None)
-    ids = record(owner.project)
+    endpoint_create(tenant=owner.tenant, url=receiver.url("/dead"), events=None)
+    ids = record(owner.tenant)
     assert len(delivery.claim_by_id(ids)) == 1  # a worker claims it, then dies
     assert delivery.deliver_overdue()[0] == 0
     past = timezone.now() - timedelta(minutes=5)
@@ -203,8 +203,8 @@ def test_a_lapsed_lease_is_claimed_again_by_the_sweep(owner: Actor, receiver: Re
 
 
 def test_deleting_the_endpoint_stops_its_deliveries(owner: Actor, receiver: Receiver) -> None:
-    registered = endpoint_create(project=owner.project, url=receiver.url("/gone"), events=None)
-    ids = record(owner.project)
+    registered = endpoint_create(tenant=owner.tenant, url=receiver.url("/gone"), events=None)
+    ids = record(owner.tenant)
     claimed = delivery.claim_by_id(ids)
     Endpoint.objects.filter(id=registered.endpoint.id).delete()
 
@@ -213,9 +213,9 @@ def test_deleting_the_endpoint_stops_its_deliveries(owner: Actor, receiver: Rece
 
 
 def test_an_event_rolled_back_has_no_deliveries(owner: Actor) -> None:
-    endpoint_create(project=owner.project, url="http://127.0.0.1:9/x", events=None)
+    endpoint_create(tenant=owner.tenant, url="http://127.0.0.1:9/x", events=None)
     with pytest.raises(RuntimeError), transaction.atomic():
-        event_record(project=owner.project, type="file.created", data={})
+        event_record(tenant=owner.tenant, type="file.created", data={})
         raise RuntimeError("the change fails")
     assert not Event.objects.exists() and not Delivery.objects.exists()
 
@@ -247,8 +247,8 @@ def test_a_receiver_trickling_its_answer_is_cut_off_at_the_deadline(owner: Actor
     thread.start()
     try:
         port = listener.getsockname()[1]
-        endpoint_create(project=owner.project, url=f"http://127.0.0.1:{port}/x", events=None)
-        ids = record(owner.project)
+        endpoint_create(tenant=owner.tenant, url=f"http://127.0.0.1:{port}/x", events=None)
+        ids = record(owner.tenant)
 
         started = time.monotonic()
         delivery.deliver(ids)

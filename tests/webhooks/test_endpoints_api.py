@@ -160,7 +160,7 @@ def test_malformed_ids_are_404s(owner: Actor) -> None:
 
 def _event_with_delivery(actor: Actor, webhook_id: str) -> Delivery:
     with transaction.atomic():
-        event = event_record(project=actor.project, type="file.created", data={"fileId": "x"})
+        event = event_record(tenant=actor.tenant, type="file.created", data={"fileId": "x"})
     return Delivery.objects.get(event=event, endpoint_id=webhook_id)
 
 

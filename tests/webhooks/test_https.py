@@ -92,9 +92,9 @@ def tls_receiver(tmp_path: Path) -> Iterator[tuple[int, Path, list[str]]]:
 
 
 def send_one(owner: Actor, url: str) -> Delivery:
-    endpoint = endpoint_create(project=owner.project, url=url, events=None).endpoint
+    endpoint = endpoint_create(tenant=owner.tenant, url=url, events=None).endpoint
     with mock.patch.object(tasks, "enqueue"), transaction.atomic():
-        event = event_record(project=owner.project, type="file.created", data={})
+        event = event_record(tenant=owner.tenant, type="file.created", data={})
     sent = Delivery.objects.get(event=event, endpoint=endpoint)
     delivery.deliver([sent.id])
     return Delivery.objects.get(id=sent.id)

@@ -98,7 +98,7 @@ def test_every_delivery_checks_again(owner: Actor) -> None:
             for url in (receiver.url("/v4"), f"http://localhost:{receiver.port}/name"):
                 assert owner.post("/v1/webhooks", {"url": url}).status_code == 201
         with transaction.atomic():
-            event = event_record(project=owner.project, type="file.created", data={})
+            event = event_record(tenant=owner.tenant, type="file.created", data={})
         ids = list(Delivery.objects.filter(event=event).values_list("id", flat=True))
 
         with override_settings(SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS=False):
