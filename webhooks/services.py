@@ -94,14 +94,26 @@ class RegisteredEndpoint:
     secret: str  # shown to the client once, in the registration response
 
 
+def _limit_reached() -> WebhookLimitReached:
+    return WebhookLimitReached(
+        f"A project may have at most {MAX_ENDPOINTS_PER_PROJECT} webhook endpoints.",
+        details={"limit": MAX_ENDPOINTS_PER_PROJECT},
+    )
+
+
 def endpoint_create(*, project: Project, url: str, events: list[str] | None) -> RegisteredEndpoint:
     """Register an endpoint.
 
-    1. Check the URL (shape; with private networks refused, every address it resolves to).
-    2. Lock the project row, then count: two registrations racing for the 20th place queue
-       on the lock, and the second sees 20 and is refused.
-    3. Create the endpoint with a new secret.
+    1. Refuse a project at its limit before any DNS lookup: a client at 20 endpoints cannot
+       make the API resolve names for it.
+    2. Check the URL (shape; with private networks refused, every address it resolves to,
+       within ``SERVICE_WEBHOOK_RESOLVE_TIMEOUT_SECONDS``).
+    3. Lock the project row, then count again: two registrations racing for the 20th place
+       queue on the lock, and the second sees 20 and is refused.
+    4. Create the endpoint with a new secret.
     """
+    if Endpoint.objects.for_project(project).count() >= MAX_ENDPOINTS_PER_PROJECT:
+        raise _limit_reached()
     try:
         validate_webhook_url(url)
     except UrlRefused as exc:
@@ -109,10 +121,7 @@ def endpoint_create(*, project: Project, url: str, events: list[str] | None) -> 
     with transaction.atomic():
         Project.objects.select_for_update().filter(id=project.id).values_list("id").get()
         if Endpoint.objects.for_project(project).count() >= MAX_ENDPOINTS_PER_PROJECT:
-            raise WebhookLimitReached(
-                f"A project may have at most {MAX_ENDPOINTS_PER_PROJECT} webhook endpoints.",
-                details={"limit": MAX_ENDPOINTS_PER_PROJECT},
-            )
+            raise _limit_reached()
         endpoint = Endpoint.objects.create(
             project=project,
             url=url,
