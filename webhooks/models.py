@@ -32,6 +32,7 @@ class Event(models.Model):
         UPLOAD_INITIATED = "upload.initiated"
         UPLOAD_COMPLETED = "upload.completed"
         UPLOAD_ABORTED = "upload.aborted"
+        WEBHOOK_ENDPOINT_DISABLED = "webhook_endpoint.disabled"
 
     id = public_id_field("evt")
     # Indexed by event_project_created (project, -created_at).
@@ -59,6 +60,12 @@ class Endpoint(models.Model):
 
     class Status(models.TextChoices):
         ACTIVE = "ACTIVE"
+        # Nothing is sent to it (new events make no delivery for it) until it is re-enabled.
+        DISABLED = "DISABLED"
+
+    class DisabledReason(models.TextChoices):
+        GONE = "GONE"  # it answered 410 Gone
+        FAILING = "FAILING"  # every attempt failed for SERVICE_WEBHOOK_DISABLE_AFTER_SECONDS
 
     id = public_id_field("wh")
     # Indexed by endpoint_project_created (project, -created_at).
@@ -72,6 +79,11 @@ class Endpoint(models.Model):
     secret = models.CharField(max_length=80)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
     created_at = models.DateTimeField(default=timezone.now)
+    # The first failed attempt since the last success (null while the last attempt succeeded):
+    # when it is older than SERVICE_WEBHOOK_DISABLE_AFTER_SECONDS, the endpoint is disabled.
+    failing_since = models.DateTimeField(null=True)
+    disabled_at = models.DateTimeField(null=True)
+    disabled_reason = models.CharField(max_length=10, choices=DisabledReason.choices, null=True)
 
     objects = EndpointQuerySet.as_manager()
 

@@ -66,8 +66,7 @@ class UrlRefused(Exception):
 # address we refuse: a message naming the address, or telling "does not exist" from "is
 # private", would let a client map our internal DNS by registering names (an oracle).
 HOST_REFUSED = (
-    "The URL's host must resolve, in time, only to public addresses "
-    "(private networks are refused)."
+    "The URL's host must resolve, in time, only to public addresses (private networks are refused)."
 )
 _MAX_HOST_LENGTH = 253
 _MAX_LABEL_LENGTH = 63
@@ -274,9 +273,8 @@ def checked_addresses(target: Target) -> list[IPAddress]:
     The refusal never says which address, nor whether the host resolved at all.
     """
     addresses = resolve(target.host, target.port)
-    if not private_networks_allowed():
-        if not all(address_allowed(address) for address in addresses):
-            raise UrlRefused(HOST_REFUSED)
+    if not private_networks_allowed() and not all(map(address_allowed, addresses)):
+        raise UrlRefused(HOST_REFUSED)
     return addresses
 
 

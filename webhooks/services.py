@@ -44,7 +44,8 @@ INSERT INTO webhooks_delivery
 SELECT (%(ids)s::text[])[row_number() OVER (ORDER BY e.id)], e.id, %(event_id)s,
        'PENDING', 0, %(now)s, now()
 FROM webhooks_endpoint AS e
-WHERE e.project_id = %(project_id)s AND (e.events IS NULL OR %(type)s = ANY(e.events))
+WHERE e.project_id = %(project_id)s AND e.status = 'ACTIVE'
+  AND (e.events IS NULL OR %(type)s = ANY(e.events))
 RETURNING id
 """
 
@@ -137,6 +138,18 @@ def endpoint_get(*, project: Project, webhook_id: str) -> Endpoint:
     endpoint = Endpoint.objects.for_project(project).filter(id=webhook_id).first()
     if endpoint is None:
         raise WebhookNotFound("No such webhook endpoint.")
+    return endpoint
+
+
+def endpoint_enable(*, project: Project, webhook_id: str) -> Endpoint:
+    """Re-enable a disabled endpoint (an active one is left as it is): new events are sent to
+    it again, and its failure streak starts afresh. Deliveries failed while it was disabled
+    stay FAILED; redeliver the ones wanted."""
+    endpoint = endpoint_get(project=project, webhook_id=webhook_id)
+    Endpoint.objects.filter(id=endpoint.id, status=Endpoint.Status.DISABLED).update(
+        status=Endpoint.Status.ACTIVE, failing_since=None, disabled_at=None, disabled_reason=None
+    )
+    endpoint.refresh_from_db()
     return endpoint
 
 

@@ -36,10 +36,13 @@ def schedule(retries: Sequence[delivery.Retry]) -> None:
 
 @shared_task(name="webhooks.tasks.deliver")
 def deliver(delivery_ids: list[str]) -> int:
-    """Attempt the due ones of these deliveries (one event's, or one retry's)."""
-    retries = delivery.deliver(delivery_ids)
-    schedule(retries)
-    return len(delivery_ids)
+    """Attempt the due ones of these deliveries (one event's, or one retry's).
+
+    Returns once the attempts are started: the task's thread never waits for a receiver (a
+    slow one would hold it, and with it every other project's deliveries). The outcomes are
+    recorded, and the retries scheduled, when the attempts end (webhooks/delivery.py).
+    """
+    return delivery.deliver_later(delivery_ids, schedule)
 
 
 @shared_task(name="webhooks.tasks.sweep_due_deliveries")
