@@ -10,6 +10,7 @@ settings in pyproject.toml), the benchmarks and the test fixtures all set it exp
 from __future__ import annotations
 
 import os
+import sys
 
 PROFILES = (
     "storage_service.settings.production",
@@ -23,11 +24,17 @@ MESSAGE = (
 )
 
 
+# 3 is gunicorn's "worker failed to boot": the master stops instead of restarting the worker
+# for ever. Any other caller sees a failed exit like any other.
+EXIT_STATUS = 3
+
+
 class ProfileNotChosen(SystemExit):
-    """Ends the process with the message on stderr and exit status 1 (SystemExit's own)."""
+    """Ends the process with exit status 3, after the message on stderr."""
 
     def __init__(self) -> None:
-        super().__init__(MESSAGE)
+        print(MESSAGE, file=sys.stderr, flush=True)
+        super().__init__(EXIT_STATUS)
 
 
 def require_profile() -> str:
