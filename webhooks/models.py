@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
+from django.db.models.fields.json import KeyTextTransform
 from django.utils import timezone
 
 from accounts.models import Project
@@ -44,7 +45,11 @@ class Event(models.Model):
     created_at = models.DateTimeField()
 
     class Meta:
-        indexes = [models.Index(fields=["project", "-created_at"], name="event_project_created")]
+        indexes = [
+            models.Index(fields=["project", "-created_at"], name="event_project_created"),
+            # The purge's scrub finds a file's events by it (webhooks.services.events_scrub_file).
+            models.Index(KeyTextTransform("fileId", "data"), name="event_file"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.type} {self.id}"

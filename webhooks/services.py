@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from datetime import datetime
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.db.models.functions import Now
 from django.utils import timezone
@@ -19,7 +21,7 @@ from storage_service.errors import (
     WebhookLimitReached,
     WebhookNotFound,
 )
-from storage_service.ids import looks_like_id, new_id
+from storage_service.ids import first_id_at, looks_like_id, new_id
 from webhooks import tasks
 from webhooks.models import Delivery, Endpoint, Event
 from webhooks.network import UrlRefused, validate_webhook_url
@@ -192,3 +194,101 @@ def delivery_redeliver(*, project: Project, webhook_id: str, delivery_id: str) -
         ids = [delivery.id]
         transaction.on_commit(lambda: tasks.enqueue(ids))
     return delivery
+
+
+# --- Retention --------------------------------------------------------------------------------
+
+# Event data keys that name or describe a file's content, scrubbed when the file is purged.
+FILE_PERSONAL_KEYS = ("filename", "path", "previousFilename", "previousPath", "metadata")
+
+
+def events_scrub_file(*, project_id: str, file_id: str) -> int:
+    """Remove the file's name, path and metadata from every stored event about it (the
+    purge's tombstone: ids, sizes, types and times stay). Found through the ``event_file``
+    index on ``data->>'fileId'``. What was already delivered cannot be recalled."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            UPDATE webhooks_event SET data = data - %(keys)s::text[]
+            WHERE (data ->> 'fileId') = %(file_id)s AND project_id = %(project_id)s
+              AND data ?| %(keys)s::text[]
+            """,
+            {"keys": list(FILE_PERSONAL_KEYS), "file_id": file_id, "project_id": project_id},
+        )
+        return cursor.rowcount
+
+
+@dataclass
+class RetentionReport:
+    deliveries: int = 0
+    events: int = 0
+    # Seconds each batch (select a page of ids, delete it) took, in order: flat when the
+    # sweep scales (each batch is one index range scan from where the last one ended).
+    batch_seconds: list[float] = field(default_factory=list)
+    finished: bool = True  # False when the run stopped at its batch budget
+
+
+# A page of ids below the boundary, after the last page: a range scan of the primary key.
+_PAGE = "SELECT id FROM {table} WHERE id > %(after)s AND id < %(before)s ORDER BY id LIMIT %(n)s"
+# A delivery still PENDING (a redeliver of an old one) is kept; the status is checked again on
+# the locked row, so a redeliver racing the sweep wins.
+_DELETE_DELIVERIES = "DELETE FROM webhooks_delivery WHERE id = ANY(%(ids)s) AND status <> 'PENDING'"
+# An event whose deliveries are all gone (a kept PENDING delivery keeps its event).
+_DELETE_EVENTS = """
+DELETE FROM webhooks_event AS e WHERE e.id = ANY(%(ids)s)
+  AND NOT EXISTS (SELECT 1 FROM webhooks_delivery AS d WHERE d.event_id = e.id)
+"""
+
+
+def _sweep_table(table: str, delete: str, before: str, report: RetentionReport, budget: int) -> int:
+    """Delete page by page below ``before``; returns the batches used."""
+    size = int(settings.SERVICE_RETENTION_BATCH_SIZE)
+    after = ""
+    used = 0
+    while used < budget:
+        started = time.monotonic()
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(_PAGE.format(table=table), {"after": after, "before": before, "n": size})
+            ids = [row[0] for row in cursor.fetchall()]
+            if not ids:
+                return used
+            cursor.execute(delete, {"ids": ids})
+            deleted = cursor.rowcount
+        used += 1
+        report.batch_seconds.append(time.monotonic() - started)
+        if table == "webhooks_delivery":
+            report.deliveries += deleted
+        else:
+            report.events += deleted
+        after = ids[-1]
+        if len(ids) < size:
+            return used
+    report.finished = False
+    return used
+
+
+def events_delete_expired(
+    *, now: datetime | None = None, max_batches: int | None = None
+) -> RetentionReport:
+    """The retention sweep: delete deliveries, then events, created more than
+    ``SERVICE_EVENT_RETENTION_DAYS`` ago.
+
+    Ids are time-ordered (storage_service/ids.py), so "created before the cutoff" is "id below
+    the cutoff's first id": each batch reads the next ``SERVICE_RETENTION_BATCH_SIZE`` ids of
+    the primary key from where the previous one ended and deletes them, in its own short
+    transaction. No table scan, no new index, no long lock; a run stops after
+    ``SERVICE_RETENTION_MAX_BATCHES`` batches and the next run goes on. Safe to run twice and
+    from several processes at once.
+    """
+    cutoff = (now or timezone.now()) - timedelta(days=int(settings.SERVICE_EVENT_RETENTION_DAYS))
+    millis = int(cutoff.timestamp() * 1000)
+    budget = int(settings.SERVICE_RETENTION_MAX_BATCHES) if max_batches is None else max_batches
+    report = RetentionReport()
+    used = _sweep_table(
+        "webhooks_delivery", _DELETE_DELIVERIES, first_id_at("dl", millis), report, budget
+    )
+    if report.finished:
+        _sweep_table(
+            "webhooks_event", _DELETE_EVENTS, first_id_at("evt", millis), report, budget - used
+        )
+    return report

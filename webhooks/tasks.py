@@ -13,7 +13,7 @@ from datetime import datetime
 
 from celery import shared_task
 
-from webhooks import delivery
+from webhooks import delivery, services
 
 logger = logging.getLogger(__name__)
 
@@ -53,3 +53,19 @@ def sweep_due_deliveries() -> int:
     if sent:
         logger.info("webhook sweep: %d overdue deliveries attempted", sent)
     return sent
+
+
+@shared_task(name="webhooks.tasks.sweep_old_events")
+def sweep_old_events() -> int:
+    """Beat: delete events and deliveries past ``SERVICE_EVENT_RETENTION_DAYS`` (bounded per
+    run; the next run goes on where this one stopped)."""
+    report = services.events_delete_expired()
+    if report.deliveries or report.events:
+        logger.info(
+            "retention: %d deliveries and %d events deleted in %d batches%s",
+            report.deliveries,
+            report.events,
+            len(report.batch_seconds),
+            "" if report.finished else " (more left for the next run)",
+        )
+    return report.deliveries + report.events
