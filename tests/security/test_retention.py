@@ -148,7 +148,7 @@ def test_a_purged_file_keeps_no_name_path_or_metadata_in_its_row_or_its_events(
     owner: Actor,
 ) -> None:
     created = uploaded_file(
-        owner, filename="diagnosis-jane-doe.pdf", path="/patients/jane", metadata={"ssn": "1"}
+        owner, filename="diagnosis-jane-doe.pdf", path="patients/jane", metadata={"ssn": "1"}
     )
     file_id = created["id"]
     assert owner.patch(f"/v1/files/{file_id}", {"filename": "jane-2.pdf"}).status_code == 200
