@@ -19,7 +19,10 @@ import time
 
 import _common as bench
 
-PROJECT = "proj_bench_retention_0000000000"
+# Fixed ids of the right length (prefix + 26 characters), so reruns replace the same rows.
+PROJECT = "proj_" + "0" * 20 + "bench0"
+ORGANIZATION = "org_" + "0" * 20 + "bench0"
+ENDPOINT = "wh_" + "0" * 20 + "bench0"
 
 
 def seed(rows: int) -> None:
@@ -34,19 +37,20 @@ def seed(rows: int) -> None:
         cursor.execute("DELETE FROM webhooks_endpoint WHERE project_id = %s", [PROJECT])
         cursor.execute(
             "INSERT INTO accounts_organization (id, name, created_at) "
-            "VALUES ('org_bench_retention_000000000', 'bench', now()) ON CONFLICT DO NOTHING"
+            "VALUES (%s, 'bench-retention', now()) ON CONFLICT DO NOTHING",
+            [ORGANIZATION],
         )
         cursor.execute(
             "INSERT INTO accounts_project (id, organization_id, name, created_at) "
-            "VALUES (%s, 'org_bench_retention_000000000', 'bench-retention', now()) "
+            "VALUES (%s, %s, 'bench-retention', now()) "
             "ON CONFLICT DO NOTHING",
-            [PROJECT],
+            [PROJECT, ORGANIZATION],
         )
         cursor.execute(
             "INSERT INTO webhooks_endpoint (id, project_id, url, secret, status, created_at) "
-            "VALUES ('wh_bench_retention_00000000000', %s, 'https://example.com/', 'x', "
+            "VALUES (%s, %s, 'https://example.com/', 'x', "
             "'ACTIVE', now())",
-            [PROJECT],
+            [ENDPOINT, PROJECT],
         )
         for label, start, count in (("old", old_start, rows), ("kept", now_ms - 86_400_000, kept)):
             started = time.monotonic()
@@ -67,15 +71,14 @@ def seed(rows: int) -> None:
                 f"""
                 INSERT INTO webhooks_delivery
                     (id, endpoint_id, event_id, status, attempts, created_at, response_status)
-                SELECT {dl}, 'wh_bench_retention_00000000000', {evt}, 'DELIVERED', 1,
+                SELECT {dl}, %s, {evt}, 'DELIVERED', 1,
                        to_timestamp({millis} / 1000.0), 200
                 FROM generate_series(1, %s) AS n
                 """,
-                [count],
+                [ENDPOINT, count],
             )
-            bench.log(
-                f"seeded {count:,} {label} events and deliveries in {time.monotonic() - started:.0f} s"
-            )
+            seconds = time.monotonic() - started
+            bench.log(f"seeded {count:,} {label} events and deliveries in {seconds:.0f} s")
         cursor.execute("VACUUM ANALYZE webhooks_event")
         cursor.execute("VACUUM ANALYZE webhooks_delivery")
 

@@ -45,10 +45,11 @@ _IPV6 = "|".join(
         *(rf"(?:{_H16}:){{{k}}}{_H16}::(?:{_H16}:){{0,{4 - k}}}{_IPV4}" for k in range(5)),
     ]
 )
-# A DNS name: letters, digits, hyphens, underscores (some internal names have them) and dots.
-# Percent-encoding and the other RFC 3986 sub-delims are not names a resolver can look up: a URL
-# with them would register and then fail every delivery.
-_REG_NAME = "[A-Za-z0-9._-]+"
+# A DNS name: labels of 1 to 63 letters, digits, hyphens or underscores (some internal names
+# have them), dot-separated, an optional final dot. Percent-encoding and the other RFC 3986
+# sub-delims are not names a resolver can look up: a URL with them would register and then
+# fail every delivery.
+_REG_NAME = r"(?:[A-Za-z0-9_-]{1,63}\.)*[A-Za-z0-9_-]{1,63}\.?"
 # Port 0 can never be connected to.
 _PORT = "0*(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])"
 _PCHARS = "[A-Za-z0-9._~!$&'()*+,;=:@%/-]"
@@ -68,7 +69,6 @@ class UrlRefused(Exception):
 HOST_REFUSED = (
     "The URL's host must resolve, in time, only to public addresses (private networks are refused)."
 )
-_MAX_HOST_LENGTH = 253
 _MAX_LABEL_LENGTH = 63
 
 
@@ -126,15 +126,13 @@ def parse_url(url: str) -> Target:
     if port == 0:
         raise UrlRefused("The URL's port must be 1 to 65535.")
     if ":" not in host:
-        labels = host.rstrip(".").split(".")
-        if (
-            len(host) > _MAX_HOST_LENGTH
-            or any(not label or len(label) > _MAX_LABEL_LENGTH for label in labels)
-            or any(c not in _HOST_CHARS for c in host)
+        labels = host[:-1].split(".") if host.endswith(".") else host.split(".")
+        if any(not label or len(label) > _MAX_LABEL_LENGTH for label in labels) or any(
+            c not in _HOST_CHARS for c in host
         ):
             raise UrlRefused(
                 "The URL's host must be a DNS name (labels of 1 to 63 letters, digits, "
-                "hyphens or underscores, at most 253 characters) or an IP address."
+                "hyphens or underscores) or an IP address."
             )
     path = parts.path or "/"
     if parts.query:
