@@ -69,8 +69,8 @@ class Endpoint(models.Model):
         DISABLED = "DISABLED"
 
     class DisabledReason(models.TextChoices):
-        GONE = "GONE"  # it answered 410 Gone
-        FAILING = "FAILING"  # every attempt failed for SERVICE_WEBHOOK_DISABLE_AFTER_SECONDS
+        GONE = "GONE", "Answered 410 Gone"
+        FAILING = "FAILING", "Every attempt failed for days"  # see the setting
 
     id = public_id_field("wh")
     # Indexed by endpoint_project_created (project, -created_at).

@@ -242,7 +242,7 @@ def test_a_disabled_endpoint_shows_why_and_is_re_enabled_from_the_admin(owner: A
 
     assert webhook_id in html(client, listing, {"status__exact": "DISABLED"})
     page = html(client, f"{listing}{webhook_id}/change/")
-    assert "GONE" in page and "Disabled at" in page
+    assert "Answered 410 Gone" in page and "Disabled at" in page
 
     response = client.post(listing, {"action": "enable", "_selected_action": [webhook_id]})
 

@@ -18,7 +18,12 @@ class Migration(migrations.Migration):
             model_name="endpoint",
             name="disabled_reason",
             field=models.CharField(
-                choices=[("GONE", "Gone"), ("FAILING", "Failing")], max_length=10, null=True
+                choices=[
+                    ("GONE", "Answered 410 Gone"),
+                    ("FAILING", "Every attempt failed for days"),
+                ],
+                max_length=10,
+                null=True,
             ),
         ),
         migrations.AddField(
