@@ -228,67 +228,59 @@ class RetentionReport:
     finished: bool = True  # False when the run stopped at its batch budget
 
 
-# A page of ids below the boundary, after the last page: a range scan of the primary key.
-_PAGE = "SELECT id FROM {table} WHERE id > %(after)s AND id < %(before)s ORDER BY id LIMIT %(n)s"
-# A delivery still PENDING (a redeliver of an old one) is kept; the status is checked again on
-# the locked row, so a redeliver racing the sweep wins.
-_DELETE_DELIVERIES = "DELETE FROM webhooks_delivery WHERE id = ANY(%(ids)s) AND status <> 'PENDING'"
-# An event whose deliveries are all gone (a kept PENDING delivery keeps its event).
+# A page of event ids below the boundary, after the last page: a range scan of the primary key.
+_PAGE = """
+SELECT id FROM webhooks_event WHERE id > %(after)s AND id < %(before)s ORDER BY id LIMIT %(n)s
+"""
+# Their deliveries, through the delivery_event index. A delivery still PENDING (a redeliver of
+# an old one) is kept; the status is checked again on the locked row, so a redeliver racing
+# the sweep wins.
+_DELETE_DELIVERIES = """
+DELETE FROM webhooks_delivery WHERE event_id = ANY(%(ids)s) AND status <> 'PENDING'
+"""
+# The events left without deliveries (a kept PENDING delivery keeps its event).
 _DELETE_EVENTS = """
 DELETE FROM webhooks_event AS e WHERE e.id = ANY(%(ids)s)
   AND NOT EXISTS (SELECT 1 FROM webhooks_delivery AS d WHERE d.event_id = e.id)
 """
 
 
-def _sweep_table(table: str, delete: str, before: str, report: RetentionReport, budget: int) -> int:
-    """Delete page by page below ``before``; returns the batches used."""
-    size = int(settings.SERVICE_RETENTION_BATCH_SIZE)
-    after = ""
-    used = 0
-    while used < budget:
-        started = time.monotonic()
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(_PAGE.format(table=table), {"after": after, "before": before, "n": size})
-            ids = [row[0] for row in cursor.fetchall()]
-            if not ids:
-                return used
-            cursor.execute(delete, {"ids": ids})
-            deleted = cursor.rowcount
-        used += 1
-        report.batch_seconds.append(time.monotonic() - started)
-        if table == "webhooks_delivery":
-            report.deliveries += deleted
-        else:
-            report.events += deleted
-        after = ids[-1]
-        if len(ids) < size:
-            return used
-    report.finished = False
-    return used
-
-
 def events_delete_expired(
     *, now: datetime | None = None, max_batches: int | None = None
 ) -> RetentionReport:
-    """The retention sweep: delete deliveries, then events, created more than
-    ``SERVICE_EVENT_RETENTION_DAYS`` ago.
+    """The retention sweep: delete events created more than ``SERVICE_EVENT_RETENTION_DAYS``
+    ago, with their deliveries.
 
     Ids are time-ordered (storage_service/ids.py), so "created before the cutoff" is "id below
-    the cutoff's first id": each batch reads the next ``SERVICE_RETENTION_BATCH_SIZE`` ids of
-    the primary key from where the previous one ended and deletes them, in its own short
-    transaction. No table scan, no new index, no long lock; a run stops after
+    the cutoff's first id": each batch reads the next ``SERVICE_RETENTION_BATCH_SIZE`` event
+    ids of the primary key from where the previous batch ended, deletes their deliveries
+    (through the delivery_event index) and then them, in one short transaction. No table
+    scan, no new index, no long lock, and every batch reads only its own rows, so its cost
+    does not grow with the table or with what earlier batches deleted. A run stops after
     ``SERVICE_RETENTION_MAX_BATCHES`` batches and the next run goes on. Safe to run twice and
     from several processes at once.
     """
     cutoff = (now or timezone.now()) - timedelta(days=int(settings.SERVICE_EVENT_RETENTION_DAYS))
-    millis = int(cutoff.timestamp() * 1000)
+    before = first_id_at("evt", int(cutoff.timestamp() * 1000))
     budget = int(settings.SERVICE_RETENTION_MAX_BATCHES) if max_batches is None else max_batches
+    size = int(settings.SERVICE_RETENTION_BATCH_SIZE)
     report = RetentionReport()
-    used = _sweep_table(
-        "webhooks_delivery", _DELETE_DELIVERIES, first_id_at("dl", millis), report, budget
-    )
-    if report.finished:
-        _sweep_table(
-            "webhooks_event", _DELETE_EVENTS, first_id_at("evt", millis), report, budget - used
-        )
-    return report
+    after = ""
+    while True:
+        if len(report.batch_seconds) >= budget:
+            report.finished = False
+            return report
+        started = time.monotonic()
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(_PAGE, {"after": after, "before": before, "n": size})
+            ids = [row[0] for row in cursor.fetchall()]
+            if not ids:
+                return report
+            cursor.execute(_DELETE_DELIVERIES, {"ids": ids})
+            report.deliveries += cursor.rowcount
+            cursor.execute(_DELETE_EVENTS, {"ids": ids})
+            report.events += cursor.rowcount
+        report.batch_seconds.append(time.monotonic() - started)
+        after = ids[-1]
+        if len(ids) < size:
+            return report
