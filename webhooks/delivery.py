@@ -8,8 +8,9 @@ One call handles a batch (an event's deliveries to all its endpoints, or a sweep
    sent twice, a sweep racing a message, or any number of workers send each attempt once.
 2. Admit: each row takes a slot of its project, of its destination host and of the process
    (``SERVICE_WEBHOOK_PROJECT_CONCURRENCY``, ``SERVICE_WEBHOOK_HOST_CONCURRENCY``,
-   ``SERVICE_WEBHOOK_CONCURRENCY``). A row that finds no free slot is put back, unleased and
-   due ``SERVICE_WEBHOOK_DEFER_MS`` later (not an attempt), with a message for then. So a
+   ``SERVICE_WEBHOOK_CONCURRENCY``), or waits in the process's line for one (see Slots); a
+   row whose project already has a full line is put back, unleased and due
+   ``SERVICE_WEBHOOK_DEFER_MS`` later (not an attempt), with a message for then. So a
    project whose receiver hangs holds a few sending threads, never all of them.
 3. Send: every admitted request on the process's thread pool, over keep-alive connections
    pooled per (scheme, address, port, host) (webhooks/sender.py). Each host is resolved once
@@ -35,7 +36,7 @@ import os
 import queue
 import threading
 import time
-from collections import Counter, defaultdict
+from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -276,11 +277,16 @@ def executor() -> ThreadPoolExecutor:
 class Slots:
     """Attempts in flight in this process: in all, per project and per destination host.
 
-    Taken without waiting: a row that finds its project's, its host's or the process's slots
-    all taken is deferred (put back in the table, due a moment later), so no sending thread
-    and no Celery thread ever waits behind one tenant's slow receiver, and the thread pool's
-    queue stays empty (every admitted attempt has a thread).
+    An attempt whose project, host and process all have a free slot starts at once. One that
+    does not waits in this process's line (started, in order, as slots free up: with a fast
+    receiver, within milliseconds), unless its project already has
+    ``WAIT_PER_SLOT`` times its cap waiting; then it is deferred (put back in the table, due a
+    moment later, not an attempt). So a project whose receiver hangs holds its few slots and
+    a bounded line, never a sending thread or a Celery thread of anyone else, and the thread
+    pool's own queue stays empty (every started attempt has a thread).
     """
+
+    WAIT_PER_SLOT = 4
 
     def __init__(self) -> None:
         self.pid = os.getpid()
@@ -288,27 +294,59 @@ class Slots:
         self.total = 0
         self.projects: Counter[str] = Counter()
         self.hosts: Counter[str] = Counter()
+        self.waiting: deque[tuple[str, str, Callable[[], object]]] = deque()
+        self.waiting_by_project: Counter[str] = Counter()
 
-    def take(self, project: str, host: str) -> bool:
+    def _free(self, project: str, host: str) -> bool:
+        return (
+            self.total < int(settings.SERVICE_WEBHOOK_CONCURRENCY)
+            and self.projects[project] < int(settings.SERVICE_WEBHOOK_PROJECT_CONCURRENCY)
+            and self.hosts[host] < int(settings.SERVICE_WEBHOOK_HOST_CONCURRENCY)
+        )
+
+    def _take(self, project: str, host: str) -> None:
+        self.total += 1
+        self.projects[project] += 1
+        self.hosts[host] += 1
+
+    def admit(self, project: str, host: str, start: Callable[[], object]) -> bool:
+        """Start now, or line up to start later: True; or neither (defer it): False."""
         with self.lock:
-            if (
-                self.total >= int(settings.SERVICE_WEBHOOK_CONCURRENCY)
-                or self.projects[project] >= int(settings.SERVICE_WEBHOOK_PROJECT_CONCURRENCY)
-                or self.hosts[host] >= int(settings.SERVICE_WEBHOOK_HOST_CONCURRENCY)
-            ):
-                return False
-            self.total += 1
-            self.projects[project] += 1
-            self.hosts[host] += 1
-            return True
+            if self._free(project, host):
+                self._take(project, host)
+            else:
+                limit = self.WAIT_PER_SLOT * int(settings.SERVICE_WEBHOOK_PROJECT_CONCURRENCY)
+                if self.waiting_by_project[project] >= limit:
+                    return False
+                self.waiting.append((project, host, start))
+                self.waiting_by_project[project] += 1
+                return True
+        start()
+        return True
 
     def give(self, project: str, host: str) -> None:
+        """An attempt ended: free its slots and start whoever waits and now fits."""
+        ready: list[Callable[[], object]] = []
         with self.lock:
             self.total -= 1
             for counter, key in ((self.projects, project), (self.hosts, host)):
                 counter[key] -= 1
                 if counter[key] <= 0:
                     del counter[key]
+            if self.waiting:
+                still: deque[tuple[str, str, Callable[[], object]]] = deque()
+                for entry in self.waiting:
+                    if self._free(entry[0], entry[1]):
+                        self._take(entry[0], entry[1])
+                        self.waiting_by_project[entry[0]] -= 1
+                        if self.waiting_by_project[entry[0]] <= 0:
+                            del self.waiting_by_project[entry[0]]
+                        ready.append(entry[2])
+                    else:
+                        still.append(entry)
+                self.waiting = still
+        for start in ready:
+            start()
 
 
 _slots: Slots | None = None
@@ -355,6 +393,7 @@ class _Batch:
     outcomes: list[Outcome] = field(default_factory=list)
     lookups: dict[tuple[str, int], Future[list[IPAddress]]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    ready: threading.Event = field(default_factory=threading.Event)
     done: threading.Event = field(default_factory=threading.Event)
     retries: list[Retry] = field(default_factory=list)
 
@@ -422,32 +461,18 @@ def dispatch(
     ``on_retries`` gets the retries to schedule; deferred rows are handed to it at once.
     """
     bodies, targets = _targets(claimed)
-    admitted: list[Claimed] = []
     deferred: list[str] = []
     held = slots()
-    for item in claimed:
-        target = targets[item.url]
-        host = target.host if isinstance(target, Target) else ""
-        if held.take(item.project_id, host):
-            admitted.append(item)
-        else:
-            deferred.append(item.id)
-    # All rows of one claim share its timestamp (one statement's now()).
+    # All rows of one claim share its timestamp (one statement's now()). ``expected`` is set
+    # once every row is admitted or deferred; an attempt that ends before then waits for it.
     batch = _Batch(
         claimed_at=min(item.claimed_at for item in claimed),
-        expected=len(admitted),
+        expected=0,
         on_retries=on_retries,
         record_in_caller=record_in_caller,
     )
-    if deferred:
-        retries = defer(deferred)
-        if on_retries is not None:
-            on_retries(retries)
-        batch.retries.extend(retries)
-    if not admitted:
-        batch.done.set()
-        return batch
-    for item in admitted:
+    accepted = 0
+    for item in claimed:
         target = targets[item.url]
         host = target.host if isinstance(target, Target) else ""
 
@@ -456,13 +481,29 @@ def dispatch(
                 outcome = _attempt(item, target, bodies[item.event_id], batch)
             finally:
                 held.give(item.project_id, host)
+            batch.ready.wait()
             if batch.add(outcome):
                 if batch.record_in_caller:
                     batch.done.set()
                 else:
                     recorder().put(batch)
 
-        executor().submit(run)
+        def start(run: Callable[[], None] = run) -> None:
+            executor().submit(run)
+
+        if held.admit(item.project_id, host, start):
+            accepted += 1
+        else:
+            deferred.append(item.id)
+    batch.expected = accepted
+    batch.ready.set()
+    if deferred:
+        retries = defer(deferred)
+        if on_retries is not None:
+            on_retries(retries)
+        batch.retries.extend(retries)
+    if not accepted:
+        batch.done.set()
     return batch
 
 
