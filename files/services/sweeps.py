@@ -90,7 +90,6 @@ def _purge_one(file_id: str, cutoff: datetime) -> bool:
         file.path = None
         file.metadata = None
         file.save(update_fields=["purged_at", "filename", "path", "metadata"])
-        events_scrub_file(project_id=file.project_id, file_id=file.id)
         object_ids = set(file.versions.values_list("stored_object_id", flat=True))
         object_ids.add(file.current_object_id)
         if file.replacement_object_id:
@@ -111,6 +110,8 @@ def _purge_one(file_id: str, cutoff: datetime) -> bool:
         # What other apps keep for this file alone (variant results) goes too.
         hooks.file_purged.send(file=file)
         record_file_event(Event.Type.FILE_PURGED, file, purgedAt=iso(file.purged_at))
+        # Last, so file.purged itself carries none of the scrubbed keys either.
+        events_scrub_file(project_id=file.project_id, file_id=file.id)
         return True
 
 
