@@ -239,7 +239,7 @@ def test_a_hanging_receiver_does_not_delay_another_projects_deliveries(
             url=f"http://localhost:{receiver.port}/b",
             secret="whsec_b",
         )
-        for _ in range(16):
+        for _ in range(24):
             committed_event(slow_a)
         time.sleep(0.5)  # A's messages are taken first
 
@@ -248,8 +248,8 @@ def test_a_hanging_receiver_does_not_delay_another_projects_deliveries(
         arrived = receiver.wait_for("/b", 1, timeout=20)
 
         assert arrived[0].at - sent < 3.0
-        # A's own deliveries are capped, not lost: they keep coming as slots free.
-        assert len(receiver.at("/a")) <= 8
+        # A's own deliveries are capped (16 by default), not lost: the rest wait their turn.
+        assert len(receiver.at("/a")) <= 16
 
 
 # --- Endpoints that fail ----------------------------------------------------------------------
