@@ -1,10 +1,12 @@
 #!/usr/bin/env python
-import os
 import sys
 
 
 def main() -> None:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "storage_service.settings.dev")
+    from storage_service.settings.profile import require_profile
+
+    # No default profile: `DJANGO_SETTINGS_MODULE=storage_service.settings.dev` in a checkout.
+    require_profile()
     from django.core.management import execute_from_command_line
 
     execute_from_command_line(sys.argv)

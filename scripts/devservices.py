@@ -842,6 +842,7 @@ def banner(resolved: dict[str, str], api_url: str) -> None:
   S3:       {resolved["AWS_S3_ENDPOINT_URL"]} (bucket {resolved["AWS_STORAGE_BUCKET_NAME"]})
 
   Create a project and an API key, in another terminal:
+    export DJANGO_SETTINGS_MODULE=storage_service.settings.dev
     {python} manage.py create_project --name demo
     {python} manage.py issue_api_key --project <PROJECT_ID> --environment test
 
@@ -943,6 +944,10 @@ def app_environment(resolved: dict[str, str]) -> dict[str, str]:
     child_env = child_environment(resolved)
     # Children write through a pipe to our prefixer; unbuffered so lines arrive as they happen.
     child_env["PYTHONUNBUFFERED"] = "1"
+    # The processes have no default profile (storage_service/settings/profile.py): `make run`
+    # is local development, unless the caller chose another profile.
+    if not child_env.get("DJANGO_SETTINGS_MODULE"):
+        child_env["DJANGO_SETTINGS_MODULE"] = "storage_service.settings.dev"
     return child_env
 
 

@@ -1,8 +1,10 @@
-import os
-
 from celery import Celery
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "storage_service.settings.dev")
+from storage_service.settings.profile import require_profile
+
+# No default profile: a worker or beat started without DJANGO_SETTINGS_MODULE refuses to
+# start (a webhook worker on the dev profile would skip the delivery-time SSRF check).
+require_profile()
 
 app = Celery("storage_service")
 app.config_from_object("django.conf:settings", namespace="CELERY")

@@ -28,6 +28,12 @@ def new_id(prefix: str, *, now_ms: int | None = None) -> str:
     return f"{prefix}_{_encode(value, ID_BODY_LENGTH)}"
 
 
+def first_id_at(prefix: str, millis: int) -> str:
+    """The smallest id made at ``millis``: every id made before it sorts below it (the ids'
+    text order is their time order), so an id range is a creation-time range."""
+    return f"{prefix}_{_encode((millis & ((1 << 48) - 1)) << 80, ID_BODY_LENGTH)}"
+
+
 def looks_like_id(value: str, prefix: str) -> bool:
     """A cheap shape check, so a malformed id is a plain 404 without touching the database."""
     head, sep, body = value.partition("_")

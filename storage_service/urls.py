@@ -46,6 +46,7 @@ urlpatterns = [
     path("v1/webhooks", webhooks({"get": "list", "post": "create"})),
     path(W, webhooks({"get": "retrieve", "delete": "destroy"})),
     path(f"{W}/deliveries", webhooks({"get": "deliveries"})),
+    path(f"{W}/enable", webhooks({"post": "enable"})),
     path(f"{W}/deliveries/<str:delivery_id>/redeliver", webhooks({"post": "redeliver"})),
     path("admin/", admin.site.urls),
     path("v1/openapi.json", SpectacularJSONAPIView.as_view(), name="openapi"),

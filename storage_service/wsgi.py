@@ -1,7 +1,8 @@
-import os
-
 from django.core.wsgi import get_wsgi_application
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "storage_service.settings.dev")
+from storage_service.settings.profile import require_profile
+
+# No default profile: a server started without DJANGO_SETTINGS_MODULE refuses to start.
+require_profile()
 
 application = get_wsgi_application()

@@ -2,8 +2,9 @@
 
 Everything is read-only: an endpoint's URL is checked against private networks when it is
 registered, events are the outbox of changes already made, and deliveries move only through
-the delivery engine. The one change offered is "redeliver", through the same service as the
-API's redeliver endpoint, so it re-queues at once and refuses what the API refuses.
+the delivery engine. The changes offered are "redeliver" and "re-enable" (an endpoint the
+delivery engine disabled), each through the same service as the API's endpoint, so they do
+and refuse what the API does.
 
 An endpoint's secret is never shown: it is left out of every list, page and form here (it was
 shown once, to the client, at registration).
@@ -19,7 +20,7 @@ from accounts.tenancy import Tenant
 from storage_service.adminperms import ReadOnlyAdmin, ReadOnlyInline, each_through_service
 from storage_service.ids import looks_like_id
 from webhooks.models import Delivery, Endpoint, Event
-from webhooks.services import delivery_redeliver
+from webhooks.services import delivery_redeliver, endpoint_enable
 
 
 def by_id_prefix(
@@ -42,9 +43,30 @@ def by_id_prefix(
     return queryset.none(), False
 
 
+@admin.action(description="Re-enable the selected endpoints", permissions=["operate"])
+def enable(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet) -> None:
+    each_through_service(
+        modeladmin,
+        request,
+        queryset.select_related("project"),
+        lambda item: endpoint_enable(tenant=Tenant.of(item), webhook_id=item.id),
+        "Re-enabled {count} endpoint(s).",
+    )
+
+
 @admin.register(Endpoint)
 class EndpointAdmin(ReadOnlyAdmin):
-    list_display = ("id", "url", "project", "status", "subscribed", "created_at")
+    list_display = (
+        "id",
+        "url",
+        "project",
+        "status",
+        "disabled_reason",
+        "disabled_at",
+        "subscribed",
+        "created_at",
+    )
+    actions = [enable]
     list_filter = ("status",)
     list_select_related = ("project",)
     search_fields = ("=id", "url", "=project__id", "project__name")
@@ -52,7 +74,17 @@ class EndpointAdmin(ReadOnlyAdmin):
     ordering = ("-created_at", "-id")
     # Explicit fields, and the secret excluded too: a view page shows every field it is not
     # told to leave out.
-    fields = ("id", "project", "url", "events", "status", "created_at")
+    fields = (
+        "id",
+        "project",
+        "url",
+        "events",
+        "status",
+        "disabled_reason",
+        "disabled_at",
+        "failing_since",
+        "created_at",
+    )
     readonly_fields = fields
     exclude = ("secret",)
 

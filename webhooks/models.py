@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
+from django.db.models.fields.json import KeyTextTransform
 from django.utils import timezone
 
 from accounts.models import Project, mode_field
@@ -33,6 +34,7 @@ class Event(models.Model):
         UPLOAD_INITIATED = "upload.initiated"
         UPLOAD_COMPLETED = "upload.completed"
         UPLOAD_ABORTED = "upload.aborted"
+        WEBHOOK_ENDPOINT_DISABLED = "webhook_endpoint.disabled"
 
     id = public_id_field("evt")
     # Indexed by event_project_created (project, mode, -created_at).
@@ -46,7 +48,9 @@ class Event(models.Model):
 
     class Meta:
         indexes = [
-            models.Index(fields=["project", "mode", "-created_at"], name="event_project_created")
+            models.Index(fields=["project", "mode", "-created_at"], name="event_project_created"),
+            # The purge's scrub finds a file's events by it (webhooks.services.events_scrub_file).
+            models.Index(KeyTextTransform("fileId", "data"), name="event_file"),
         ]
 
     def __str__(self) -> str:
@@ -63,6 +67,12 @@ class Endpoint(models.Model):
 
     class Status(models.TextChoices):
         ACTIVE = "ACTIVE"
+        # Nothing is sent to it (new events make no delivery for it) until it is re-enabled.
+        DISABLED = "DISABLED"
+
+    class DisabledReason(models.TextChoices):
+        GONE = "GONE", "Answered 410 Gone"
+        FAILING = "FAILING", "Every attempt failed for days"  # see the setting
 
     id = public_id_field("wh")
     # Indexed by endpoint_project_created (project, mode, -created_at).
@@ -78,6 +88,11 @@ class Endpoint(models.Model):
     secret = models.CharField(max_length=80)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
     created_at = models.DateTimeField(default=timezone.now)
+    # The first failed attempt since the last success (null while the last attempt succeeded):
+    # when it is older than SERVICE_WEBHOOK_DISABLE_AFTER_SECONDS, the endpoint is disabled.
+    failing_since = models.DateTimeField(null=True)
+    disabled_at = models.DateTimeField(null=True)
+    disabled_reason = models.CharField(max_length=10, choices=DisabledReason.choices, null=True)
 
     objects = EndpointQuerySet.as_manager()
 

@@ -17,7 +17,14 @@ from storage_service.serializers import (
 from storage_service.timefmt import iso, iso_required
 from webhooks.models import Delivery, Endpoint, Event
 from webhooks.network import MAX_URL_LENGTH, URL_PATTERN, UrlRefused, parse_url
-from webhooks.shapes import DeliveryJson, DeliveryStatus, EndpointStatus, EventType, WebhookJson
+from webhooks.shapes import (
+    DeliveryJson,
+    DeliveryStatus,
+    DisabledReason,
+    EndpointStatus,
+    EventType,
+    WebhookJson,
+)
 
 _URL = re.compile(URL_PATTERN)
 
@@ -94,6 +101,8 @@ def endpoint_json(endpoint: Endpoint) -> WebhookJson:
         "url": endpoint.url,
         "events": cast(list[EventType], events),
         "status": cast(EndpointStatus, endpoint.status),
+        "disabledAt": iso(endpoint.disabled_at),
+        "disabledReason": cast(DisabledReason | None, endpoint.disabled_reason),
         "createdAt": iso_required(endpoint.created_at),
     }
 

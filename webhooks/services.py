@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from datetime import datetime
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.db.models.functions import Now
 from django.utils import timezone
@@ -20,7 +22,7 @@ from storage_service.errors import (
     WebhookLimitReached,
     WebhookNotFound,
 )
-from storage_service.ids import looks_like_id, new_id
+from storage_service.ids import first_id_at, looks_like_id, new_id
 from webhooks import tasks
 from webhooks.models import Delivery, Endpoint, Event
 from webhooks.network import UrlRefused, validate_webhook_url
@@ -46,7 +48,7 @@ INSERT INTO webhooks_delivery
 SELECT (%(ids)s::text[])[row_number() OVER (ORDER BY e.id)], e.id, %(event_id)s,
        'PENDING', 0, %(now)s, now()
 FROM webhooks_endpoint AS e
-WHERE e.project_id = %(project_id)s AND e.mode = %(mode)s
+WHERE e.project_id = %(project_id)s AND e.mode = %(mode)s AND e.status = 'ACTIVE'
   AND (e.events IS NULL OR %(type)s = ANY(e.events))
 RETURNING id
 """
@@ -100,14 +102,27 @@ class RegisteredEndpoint:
     secret: str  # shown to the client once, in the registration response
 
 
+def _limit_reached() -> WebhookLimitReached:
+    return WebhookLimitReached(
+        f"A project may have at most {MAX_ENDPOINTS_PER_PROJECT} webhook endpoints"
+        " in each mode (test, live).",
+        details={"limit": MAX_ENDPOINTS_PER_PROJECT},
+    )
+
+
 def endpoint_create(*, tenant: Tenant, url: str, events: list[str] | None) -> RegisteredEndpoint:
     """Register an endpoint.
 
-    1. Check the URL (shape; with private networks refused, every address it resolves to).
-    2. Lock the project row, then count: two registrations racing for the 20th place queue
-       on the lock, and the second sees 20 and is refused.
-    3. Create the endpoint with a new secret.
+    1. Refuse a project at its limit before any DNS lookup: a client at 20 endpoints cannot
+       make the API resolve names for it.
+    2. Check the URL (shape; with private networks refused, every address it resolves to,
+       within ``SERVICE_WEBHOOK_RESOLVE_TIMEOUT_SECONDS``).
+    3. Lock the project row, then count again: two registrations racing for the 20th place
+       queue on the lock, and the second sees 20 and is refused.
+    4. Create the endpoint with a new secret.
     """
+    if Endpoint.objects.for_tenant(tenant).count() >= MAX_ENDPOINTS_PER_PROJECT:
+        raise _limit_reached()
     try:
         validate_webhook_url(url)
     except UrlRefused as exc:
@@ -115,11 +130,7 @@ def endpoint_create(*, tenant: Tenant, url: str, events: list[str] | None) -> Re
     with transaction.atomic():
         Project.objects.select_for_update().filter(id=tenant.project_id).values_list("id").get()
         if Endpoint.objects.for_tenant(tenant).count() >= MAX_ENDPOINTS_PER_PROJECT:
-            raise WebhookLimitReached(
-                f"A project may have at most {MAX_ENDPOINTS_PER_PROJECT} webhook endpoints"
-                " in each mode (test, live).",
-                details={"limit": MAX_ENDPOINTS_PER_PROJECT},
-            )
+            raise _limit_reached()
         endpoint = Endpoint.objects.create(
             **tenant.owner(),
             url=url,
@@ -135,6 +146,18 @@ def endpoint_get(*, tenant: Tenant, webhook_id: str) -> Endpoint:
     endpoint = Endpoint.objects.for_tenant(tenant).filter(id=webhook_id).first()
     if endpoint is None:
         raise WebhookNotFound("No such webhook endpoint.")
+    return endpoint
+
+
+def endpoint_enable(*, tenant: Tenant, webhook_id: str) -> Endpoint:
+    """Re-enable a disabled endpoint (an active one is left as it is): new events are sent to
+    it again, and its failure streak starts afresh. Deliveries failed while it was disabled
+    stay FAILED; redeliver the ones wanted."""
+    endpoint = endpoint_get(tenant=tenant, webhook_id=webhook_id)
+    Endpoint.objects.filter(id=endpoint.id, status=Endpoint.Status.DISABLED).update(
+        status=Endpoint.Status.ACTIVE, failing_since=None, disabled_at=None, disabled_reason=None
+    )
+    endpoint.refresh_from_db()
     return endpoint
 
 
@@ -177,3 +200,93 @@ def delivery_redeliver(*, tenant: Tenant, webhook_id: str, delivery_id: str) -> 
         ids = [delivery.id]
         transaction.on_commit(lambda: tasks.enqueue(ids))
     return delivery
+
+
+# --- Retention --------------------------------------------------------------------------------
+
+# Event data keys that name or describe a file's content, scrubbed when the file is purged.
+FILE_PERSONAL_KEYS = ("filename", "path", "previousFilename", "previousPath", "metadata")
+
+
+def events_scrub_file(*, project_id: str, file_id: str) -> int:
+    """Remove the file's name, path and metadata from every stored event about it (the
+    purge's tombstone: ids, sizes, types and times stay). Found through the ``event_file``
+    index on ``data->>'fileId'``. What was already delivered cannot be recalled."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            UPDATE webhooks_event SET data = data - %(keys)s::text[]
+            WHERE (data ->> 'fileId') = %(file_id)s AND project_id = %(project_id)s
+              AND data ?| %(keys)s::text[]
+            """,
+            {"keys": list(FILE_PERSONAL_KEYS), "file_id": file_id, "project_id": project_id},
+        )
+        return cursor.rowcount
+
+
+@dataclass
+class RetentionReport:
+    deliveries: int = 0
+    events: int = 0
+    # Seconds each batch (select a page of ids, delete it) took, in order: flat when the
+    # sweep scales (each batch is one index range scan from where the last one ended).
+    batch_seconds: list[float] = field(default_factory=list)
+    finished: bool = True  # False when the run stopped at its batch budget
+
+
+# A page of event ids below the boundary, after the last page: a range scan of the primary key.
+_PAGE = """
+SELECT id FROM webhooks_event WHERE id > %(after)s AND id < %(before)s ORDER BY id LIMIT %(n)s
+"""
+# Their deliveries, through the delivery_event index. A delivery still PENDING (a redeliver of
+# an old one) is kept; the status is checked again on the locked row, so a redeliver racing
+# the sweep wins.
+_DELETE_DELIVERIES = """
+DELETE FROM webhooks_delivery WHERE event_id = ANY(%(ids)s) AND status <> 'PENDING'
+"""
+# The events left without deliveries (a kept PENDING delivery keeps its event).
+_DELETE_EVENTS = """
+DELETE FROM webhooks_event AS e WHERE e.id = ANY(%(ids)s)
+  AND NOT EXISTS (SELECT 1 FROM webhooks_delivery AS d WHERE d.event_id = e.id)
+"""
+
+
+def events_delete_expired(
+    *, now: datetime | None = None, max_batches: int | None = None
+) -> RetentionReport:
+    """The retention sweep: delete events created more than ``SERVICE_EVENT_RETENTION_DAYS``
+    ago, with their deliveries.
+
+    Ids are time-ordered (storage_service/ids.py), so "created before the cutoff" is "id below
+    the cutoff's first id": each batch reads the next ``SERVICE_RETENTION_BATCH_SIZE`` event
+    ids of the primary key from where the previous batch ended, deletes their deliveries
+    (through the delivery_event index) and then them, in one short transaction. No table
+    scan, no new index, no long lock, and every batch reads only its own rows, so its cost
+    does not grow with the table or with what earlier batches deleted. A run stops after
+    ``SERVICE_RETENTION_MAX_BATCHES`` batches and the next run goes on. Safe to run twice and
+    from several processes at once.
+    """
+    cutoff = (now or timezone.now()) - timedelta(days=int(settings.SERVICE_EVENT_RETENTION_DAYS))
+    before = first_id_at("evt", int(cutoff.timestamp() * 1000))
+    budget = int(settings.SERVICE_RETENTION_MAX_BATCHES) if max_batches is None else max_batches
+    size = int(settings.SERVICE_RETENTION_BATCH_SIZE)
+    report = RetentionReport()
+    after = ""
+    while True:
+        if len(report.batch_seconds) >= budget:
+            report.finished = False
+            return report
+        started = time.monotonic()
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(_PAGE, {"after": after, "before": before, "n": size})
+            ids = [row[0] for row in cursor.fetchall()]
+            if not ids:
+                return report
+            cursor.execute(_DELETE_DELIVERIES, {"ids": ids})
+            report.deliveries += cursor.rowcount
+            cursor.execute(_DELETE_EVENTS, {"ids": ids})
+            report.events += cursor.rowcount
+        report.batch_seconds.append(time.monotonic() - started)
+        after = ids[-1]
+        if len(ids) < size:
+            return report

@@ -29,19 +29,29 @@ EventType = Literal[
     "upload.initiated",
     "upload.completed",
     "upload.aborted",
+    "webhook_endpoint.disabled",
 ]
 DeliveryStatus = Literal["PENDING", "DELIVERED", "FAILED"]
-EndpointStatus = Literal["ACTIVE"]
+EndpointStatus = Literal["ACTIVE", "DISABLED"]
+DisabledReason = Literal["GONE", "FAILING"]
 
 
 class WebhookJson(TypedDict):
     """A registered endpoint, as every read shows it: never its secret. ``events`` lists the
-    types sent to it (every type, including later ones, when it was registered without)."""
+    types sent to it (every type, including later ones, when it was registered without).
+
+    ``status`` is ``DISABLED`` once the endpoint answered 410 Gone (``disabledReason``
+    ``GONE``) or failed every attempt for 5 days (``FAILING``; the setting
+    ``SERVICE_WEBHOOK_DISABLE_AFTER_SECONDS``): nothing is sent to it until it is re-enabled
+    (``POST /v1/webhooks/{webhook_id}/enable``). ``disabledAt`` and ``disabledReason`` are
+    null while it is ``ACTIVE``."""
 
     id: WebhookId
     url: str
     events: list[EventType]
     status: EndpointStatus
+    disabledAt: Timestamp | None
+    disabledReason: DisabledReason | None
     createdAt: Timestamp
 
 

@@ -13,7 +13,7 @@ from datetime import datetime
 
 from celery import shared_task
 
-from webhooks import delivery
+from webhooks import delivery, services
 
 logger = logging.getLogger(__name__)
 
@@ -36,10 +36,13 @@ def schedule(retries: Sequence[delivery.Retry]) -> None:
 
 @shared_task(name="webhooks.tasks.deliver")
 def deliver(delivery_ids: list[str]) -> int:
-    """Attempt the due ones of these deliveries (one event's, or one retry's)."""
-    retries = delivery.deliver(delivery_ids)
-    schedule(retries)
-    return len(delivery_ids)
+    """Attempt the due ones of these deliveries (one event's, or one retry's).
+
+    Returns once the attempts are started: the task's thread never waits for a receiver (a
+    slow one would hold it, and with it every other project's deliveries). The outcomes are
+    recorded, and the retries scheduled, when the attempts end (webhooks/delivery.py).
+    """
+    return delivery.deliver_later(delivery_ids, schedule)
 
 
 @shared_task(name="webhooks.tasks.sweep_due_deliveries")
@@ -50,3 +53,19 @@ def sweep_due_deliveries() -> int:
     if sent:
         logger.info("webhook sweep: %d overdue deliveries attempted", sent)
     return sent
+
+
+@shared_task(name="webhooks.tasks.sweep_old_events")
+def sweep_old_events() -> int:
+    """Beat: delete events and deliveries past ``SERVICE_EVENT_RETENTION_DAYS`` (bounded per
+    run; the next run goes on where this one stopped)."""
+    report = services.events_delete_expired()
+    if report.deliveries or report.events:
+        logger.info(
+            "retention: %d deliveries and %d events deleted in %d batches%s",
+            report.deliveries,
+            report.events,
+            len(report.batch_seconds),
+            "" if report.finished else " (more left for the next run)",
+        )
+    return report.deliveries + report.events

@@ -39,7 +39,12 @@ class WebhookViewSet(viewsets.ViewSet):
             201: Links(
                 Data[WebhookCreatedJson],
                 each(
-                    ("webhooks_retrieve", "webhooks_destroy", "webhooks_deliveries"),
+                    (
+                        "webhooks_retrieve",
+                        "webhooks_destroy",
+                        "webhooks_deliveries",
+                        "webhooks_enable",
+                    ),
                     webhook_id="$response.body#/data/webhook/id",
                 ),
             ),
@@ -74,6 +79,21 @@ class WebhookViewSet(viewsets.ViewSet):
     )
     def retrieve(self, request: Request, webhook_id: str) -> Response:
         endpoint = services.endpoint_get(tenant=tenant_of(request), webhook_id=webhook_id)
+        answer: Data[WebhookJson] = {"data": endpoint_json(endpoint)}
+        return Response(answer)
+
+    @extend_schema(
+        tags=["webhooks"],
+        summary="Re-enable a disabled endpoint (an active one is answered as it is)",
+        description="New events are sent to it again and its failure streak starts afresh. "
+        "Deliveries that failed while it was disabled stay `FAILED`: redeliver those wanted.",
+        parameters=[WEBHOOK_ID],
+        request=EmptyRequest,
+        responses={200: Data[WebhookJson], **errors_of(*NOT_FOUND)},
+    )
+    def enable(self, request: Request, webhook_id: str) -> Response:
+        validated(EmptyRequest, request.data)
+        endpoint = services.endpoint_enable(tenant=tenant_of(request), webhook_id=webhook_id)
         answer: Data[WebhookJson] = {"data": endpoint_json(endpoint)}
         return Response(answer)
 

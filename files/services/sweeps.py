@@ -20,6 +20,7 @@ from files.services.common import (
 from storage_service import objectstore
 from storage_service.timefmt import iso
 from webhooks.models import Event
+from webhooks.services import events_scrub_file
 
 
 @dataclass
@@ -41,6 +42,10 @@ def files_purge_expired(
        The object row is locked first so two files sharing it, purged at once, cannot both
        think the other still needs it.
     3. Discarded objects are removed from the store, then marked purged.
+
+    A purged file is a tombstone: its row keeps the ids, sizes, versions and times, and loses
+    its filename (emptied), path and metadata; every stored event about it loses them too
+    (``webhooks.services.events_scrub_file``), and ``file.purged`` carries none of them.
     """
     grace = settings.SERVICE_DELETE_GRACE_DAYS if grace_days is None else grace_days
     cutoff = (now or timezone.now()) - timedelta(days=grace)
@@ -80,7 +85,11 @@ def _purge_one(file_id: str, cutoff: datetime) -> bool:
         if file is None:
             return False
         file.purged_at = timezone.now()
-        file.save(update_fields=["purged_at"])
+        # The tombstone: nothing that names or describes the content stays.
+        file.filename = ""
+        file.path = None
+        file.metadata = None
+        file.save(update_fields=["purged_at", "filename", "path", "metadata"])
         object_ids = set(file.versions.values_list("stored_object_id", flat=True))
         object_ids.add(file.current_object_id)
         if file.replacement_object_id:
@@ -101,6 +110,8 @@ def _purge_one(file_id: str, cutoff: datetime) -> bool:
         # What other apps keep for this file alone (variant results) goes too.
         hooks.file_purged.send(file=file)
         record_file_event(Event.Type.FILE_PURGED, file, purgedAt=iso(file.purged_at))
+        # Last, so file.purged itself carries none of the scrubbed keys either.
+        events_scrub_file(project_id=file.project_id, file_id=file.id)
         return True
 
 

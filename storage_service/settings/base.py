@@ -440,3 +440,45 @@ _db_options["options"] = " ".join(
     )
     if part
 )
+
+
+# --- Webhook fairness, safe defaults and retention (issue 11, "hooks") ----------------------
+# Webhooks may not reach private networks (SSRF) unless a profile or the operator allows it;
+# only the dev profile turns it on by default (storage_service/settings/dev.py).
+SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS = env_bool("SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS", False)
+# A webhook host's DNS lookup is abandoned after this (registration and delivery alike).
+SERVICE_WEBHOOK_RESOLVE_TIMEOUT_SECONDS = env_int(
+    "SERVICE_WEBHOOK_RESOLVE_TIMEOUT_SECONDS", 3, minimum=1, maximum=30
+)
+# Attempts in flight at once per project and per destination host, in each webhook worker
+# process: a project whose receiver hangs holds at most this many sending threads; its other
+# deliveries wait (not counted as attempts) and everyone else's go on.
+# 16 of the 32 sending threads: bench/webhooks.py (one project, 20 endpoints on one host)
+# lost ~25% of its deliveries per second at 16 and ~60% at 8 on the loaded 2-core machine.
+SERVICE_WEBHOOK_PROJECT_CONCURRENCY = env_int(
+    "SERVICE_WEBHOOK_PROJECT_CONCURRENCY", 16, minimum=1, maximum=256
+)
+SERVICE_WEBHOOK_HOST_CONCURRENCY = env_int(
+    "SERVICE_WEBHOOK_HOST_CONCURRENCY", 16, minimum=1, maximum=256
+)
+# How long a delivery held back by those caps waits before it is looked at again.
+SERVICE_WEBHOOK_DEFER_MS = env_int("SERVICE_WEBHOOK_DEFER_MS", 1000, minimum=10)
+# An endpoint whose every attempt has failed for this long is disabled (Stripe and Svix: 5
+# days); a 410 Gone disables it at once.
+SERVICE_WEBHOOK_DISABLE_AFTER_SECONDS = env_int(
+    "SERVICE_WEBHOOK_DISABLE_AFTER_SECONDS", 5 * 24 * 3600, minimum=1
+)
+# Events and their deliveries are deleted this many days after they were created.
+SERVICE_EVENT_RETENTION_DAYS = env_int("SERVICE_EVENT_RETENTION_DAYS", 30, minimum=1)
+# The retention sweep deletes this many rows per statement, at most this many statements per run.
+SERVICE_RETENTION_BATCH_SIZE = env_int("SERVICE_RETENTION_BATCH_SIZE", 5000, minimum=1)
+SERVICE_RETENTION_MAX_BATCHES = env_int("SERVICE_RETENTION_MAX_BATCHES", 200, minimum=1)
+CELERY_BEAT_SCHEDULE["sweep-old-events"] = {
+    "task": "webhooks.tasks.sweep_old_events",
+    "schedule": env_int("SERVICE_RETENTION_INTERVAL_SECONDS", 3600, minimum=10),
+}
+# Expired admin sessions (django_session rows) are deleted daily.
+CELERY_BEAT_SCHEDULE["clear-expired-sessions"] = {
+    "task": "storage_service.tasks.clear_expired_sessions",
+    "schedule": env_int("SERVICE_CLEAR_SESSIONS_INTERVAL_SECONDS", 86400, minimum=60),
+}

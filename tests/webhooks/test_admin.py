@@ -17,7 +17,7 @@ from django.utils import timezone
 from tests.accounts.test_admin import staff_client
 from tests.factories import Actor
 from webhooks import tasks
-from webhooks.models import Delivery, Event
+from webhooks.models import Delivery, Endpoint, Event
 from webhooks.services import event_record
 
 URL = "https://hooks.example.com/storage"
@@ -227,3 +227,32 @@ def test_any_staff_user_sees_everything_but_only_superusers_act(owner: Actor) ->
     delivery.refresh_from_db()
     assert delivery.status == "FAILED"  # the action is not theirs
     assert 'value="redeliver"' in html(staff_client(), "/admin/webhooks/delivery/")
+
+
+def test_a_disabled_endpoint_shows_why_and_is_re_enabled_from_the_admin(owner: Actor) -> None:
+    webhook_id, _ = register(owner)
+    Endpoint.objects.filter(id=webhook_id).update(
+        status="DISABLED",
+        disabled_reason="GONE",
+        disabled_at=timezone.now(),
+        failing_since=timezone.now() - timedelta(hours=2),
+    )
+    client = staff_client()
+    listing = "/admin/webhooks/endpoint/"
+
+    assert webhook_id in html(client, listing, {"status__exact": "DISABLED"})
+    page = html(client, f"{listing}{webhook_id}/change/")
+    assert "Answered 410 Gone" in page and "Disabled at" in page
+
+    response = client.post(listing, {"action": "enable", "_selected_action": [webhook_id]})
+
+    assert response.status_code == 302
+    assert "Re-enabled 1 endpoint(s)." in [str(m) for m in get_messages(response.wsgi_request)]
+    endpoint = Endpoint.objects.get(id=webhook_id)
+    assert endpoint.status == "ACTIVE"
+    assert (endpoint.disabled_reason, endpoint.disabled_at, endpoint.failing_since) == (
+        None,
+        None,
+        None,
+    )
+    assert owner.get(f"/v1/webhooks/{webhook_id}").json()["data"]["status"] == "ACTIVE"

@@ -3,6 +3,7 @@ recorded, how retries are scheduled, and that every event type travels."""
 
 from __future__ import annotations
 
+import itertools
 import socket
 import threading
 import time
@@ -259,3 +260,26 @@ def test_a_receiver_trickling_its_answer_is_cut_off_at_the_deadline(owner: Actor
     finally:
         stop.set()
         listener.close()
+
+
+def test_over_its_cap_a_project_waits_in_line_then_is_deferred_without_an_attempt(
+    owner: Actor, receiver: Receiver
+) -> None:
+    """Cap 1: one attempt at a time for the project, 4 more in line, the rest put back."""
+    endpoint_create(tenant=owner.tenant, url=receiver.url("/slow"), events=None)
+    receiver.default = Answer(200, delay=0.3)
+    ids = [i for _ in range(8) for i in record(owner.tenant)]
+
+    with override_settings(SERVICE_WEBHOOK_PROJECT_CONCURRENCY=1):
+        retries = delivery.deliver(ids)
+
+    rows = {row.id: row for row in Delivery.objects.filter(id__in=ids)}
+    delivered = [i for i in ids if rows[i].status == "DELIVERED"]
+    deferred = [i for i in ids if rows[i].status == "PENDING"]
+    assert len(delivered) == 5 and len(deferred) == 3
+    arrivals = sorted(r.at for r in receiver.at("/slow"))
+    assert all(b - a >= 0.25 for a, b in itertools.pairwise(arrivals))  # one at a time
+    for delivery_id in deferred:
+        assert rows[delivery_id].attempts == 0 and rows[delivery_id].last_error is None
+        assert rows[delivery_id].next_attempt_at is not None
+    assert sorted(i for retry in retries for i in retry.ids) == sorted(deferred)

@@ -32,7 +32,16 @@ def test_registration_returns_the_endpoint_and_its_secret_once(owner: Actor) -> 
     assert webhook["events"] == ["file.created", "file.uploaded"]
     assert webhook["status"] == "ACTIVE"
     assert webhook["createdAt"].endswith("Z")
-    assert set(webhook) == {"id", "url", "events", "status", "createdAt"}
+    assert set(webhook) == {
+        "id",
+        "url",
+        "events",
+        "status",
+        "disabledAt",
+        "disabledReason",
+        "createdAt",
+    }
+    assert webhook["disabledAt"] is None and webhook["disabledReason"] is None
 
 
 def test_the_secret_never_appears_in_list_or_get(owner: Actor) -> None:
