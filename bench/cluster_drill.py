@@ -54,7 +54,12 @@ STORE_ATTEMPTS = 8
 CLUSTER_SETTINGS = {
     "SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true",
     "SERVICE_DEBUG": "false",
-    "SERVICE_VARIANT_STALE_SECONDS": "20",
+    "SERVICE_VARIANT_STALE_SECONDS": "30",
+    # Both time limits must stay below the stale threshold (the settings refuse otherwise), so
+    # a transform still running is never sent again; the drill's largest image (6000x6000)
+    # takes a few seconds even on a loaded machine.
+    "SERVICE_VARIANT_TIME_LIMIT_SECONDS": "25",
+    "SERVICE_VARIANT_SOFT_TIME_LIMIT_SECONDS": "20",
     "SERVICE_VARIANT_SWEEP_INTERVAL_SECONDS": "10",
     "SERVICE_WEBHOOK_SWEEP_INTERVAL_SECONDS": "5",
     "SERVICE_RATE_LIMIT_READS_PER_MINUTE": str(10**9),
