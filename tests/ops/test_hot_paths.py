@@ -6,6 +6,7 @@ closed is not reused by the socket-level health check."""
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import psycopg
 import pytest
@@ -19,6 +20,7 @@ from accounts.services import api_key_revoke, project_create
 from files.models import File, StoredObject
 from files.services.upload import file_upload_start
 from storage_service.ids import new_id
+from storage_service.serializers import CleanedField
 from tests.factories import Actor
 from tests.helpers import error_code, start_upload
 from tests.subprocesses import database_url
@@ -166,3 +168,24 @@ def test_upload_start_leaves_nothing_when_its_event_cannot_be_written(
     assert not File.objects.filter(project=project).exists()
     assert not StoredObject.objects.filter(project=project).exists()
     assert Event.objects.filter(project=project).count() == 1
+
+
+def test_query_validation_builds_no_fields_per_request(
+    owner: Actor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 14: the list's query validator reuses one bound set of its fields (DRF would
+    deep-copy them for every request), and still answers every error as before."""
+    assert owner.get("/v1/files", {"limit": "5"}).status_code == 200  # warm
+    built: list[str] = []
+    original = CleanedField.__init__
+
+    def counting(self: CleanedField, *args: Any, **kwargs: Any) -> None:
+        built.append(type(self).__name__)
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(CleanedField, "__init__", counting)
+    assert owner.get("/v1/files", {"limit": "5", "order": "asc"}).status_code == 200
+    refused = owner.get("/v1/files", {"limit": "0", "order": "up"})
+    assert refused.status_code == 400 and error_code(refused) == "VALIDATION_ERROR"
+    assert set(refused.json()["error"]["details"]) == {"limit", "order"}
+    assert built == []
