@@ -85,6 +85,9 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument(
+        "--sort", choices=["tottime", "cumulative"], default="tottime", help="top functions by"
+    )
+    parser.add_argument(
         "--endpoint",
         choices=["get", "list", "upload"],
         default="get",
@@ -166,9 +169,9 @@ def main() -> int:
         rows.append([label, f"{per:.3f}", f"{per / whole:.0%}"])
     print("Under cProfile, cumulative per request:")
     print(bench.table(["part", "ms", "share"], rows))
-    print(f"\nTop {args.top} functions by own time:")
+    print(f"\nTop {args.top} functions by {args.sort}:")
     out = io.StringIO()
-    pstats.Stats(profile, stream=out).sort_stats("tottime").print_stats(args.top)
+    pstats.Stats(profile, stream=out).sort_stats(args.sort).print_stats(args.top)
     print("\n".join(out.getvalue().splitlines()[6:]))
     return 0
 

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models import Model
 from django.db.models.expressions import Col
+from django.db.models.sql import InsertQuery
 
 M = TypeVar("M", bound=Model)
 Converter = Callable[[Any, Any, Any], Any]
@@ -63,3 +64,36 @@ def fetch_row(sql: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
         cursor.execute(sql, params)
         row = cursor.fetchone()
     return tuple(row) if row is not None else None
+
+
+def insert_sql(
+    obj: Model, *, expressions: dict[str, str] | None = None, returning: str | None = None
+) -> tuple[str, list[Any]]:
+    """The ``INSERT`` of a new ``obj`` as the ORM's ``save()`` would send it, for a caller
+    that sends it as part of a larger statement: the values through Django's insert compiler
+    (each field's ``pre_save`` and ``get_db_prep_save``), a database-made primary key
+    (auto field) left to the database. ``expressions`` puts SQL in place of the value of
+    some attributes (``{"current_object_id": "(SELECT id FROM stored)"}``); ``returning``
+    names a column to return. The instance is marked saved: the caller must send it."""
+    expressions = expressions or {}
+    returned = obj._meta.db_returning_fields
+    fields = [
+        field
+        for field in obj._meta.local_concrete_fields
+        if not (field in returned and getattr(obj, field.attname) is None)
+    ]
+    valued = [field for field in fields if field.attname not in expressions]
+    query = InsertQuery(type(obj))
+    query.insert_values(valued, [obj])
+    [(compiled, params)] = query.get_compiler(using=DEFAULT_DB_ALIAS).as_sql()
+    # Every value of these models is a plain placeholder; anything else would need its own.
+    if not compiled.endswith(f"VALUES ({', '.join(['%s'] * len(valued))})"):
+        raise ValueError(f"unexpected placeholders in {compiled!r}")
+    table = connection.ops.quote_name(obj._meta.db_table)
+    names = ", ".join(connection.ops.quote_name(field.column) for field in fields)
+    values = ", ".join(expressions.get(field.attname, "%s") for field in fields)
+    sql = f"INSERT INTO {table} ({names}) VALUES ({values})"
+    if returning is not None:
+        sql += f" RETURNING {connection.ops.quote_name(returning)}"
+    obj._state.adding, obj._state.db = False, DEFAULT_DB_ALIAS
+    return sql, list(params)

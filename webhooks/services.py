@@ -38,20 +38,40 @@ EVENT_TYPES: tuple[str, ...] = tuple(Event.Type.values)
 # possible endpoint). The foreign keys are deferred (Django's), so the deliveries may point at
 # the event inserted beside them. The first attempt is due at the database's now(), the clock
 # every due-time comparison uses, so an API host's clock cannot delay it.
+# ``{change}`` is where a caller's own data-modifying CTEs go (event_record_with_change):
+# the change, its event and its deliveries are then one statement, so one transaction, and
+# ``{returning}`` what the caller reads back from its CTEs (e.g. a sequence-made id).
 _RECORD_SQL = """
-WITH event AS (
+WITH {change}event AS (
     INSERT INTO webhooks_event (id, project_id, mode, type, data, created_at)
-    VALUES (%(event_id)s, %(project_id)s, %(mode)s, %(type)s, %(data)s::jsonb, %(created_at)s)
+    VALUES (%s, %s, %s, %s, %s::jsonb, %s)
+), deliveries AS (
+    INSERT INTO webhooks_delivery
+        (id, endpoint_id, event_id, status, attempts, created_at, next_attempt_at)
+    SELECT (%s::text[])[row_number() OVER (ORDER BY e.id)], e.id, %s,
+           'PENDING', 0, %s, now()
+    FROM webhooks_endpoint AS e
+    WHERE e.project_id = %s AND e.mode = %s AND e.status = 'ACTIVE'
+      AND (e.events IS NULL OR %s = ANY(e.events))
+    RETURNING id
 )
-INSERT INTO webhooks_delivery
-    (id, endpoint_id, event_id, status, attempts, created_at, next_attempt_at)
-SELECT (%(ids)s::text[])[row_number() OVER (ORDER BY e.id)], e.id, %(event_id)s,
-       'PENDING', 0, %(now)s, now()
-FROM webhooks_endpoint AS e
-WHERE e.project_id = %(project_id)s AND e.mode = %(mode)s AND e.status = 'ACTIVE'
-  AND (e.events IS NULL OR %(type)s = ANY(e.events))
-RETURNING id
+SELECT ARRAY(SELECT id FROM deliveries){returning}
 """
+
+
+@dataclass(frozen=True)
+class ChangeSql:
+    """A change written in the same statement as its event.
+
+    ``ctes``: data-modifying CTEs (``name AS (INSERT ...), ``, each followed by a comma and
+    a space) with positional ``%s`` parameters ``params``; PostgreSQL runs each exactly once
+    and to completion, whatever the rest of the statement reads. ``returning``: SQL
+    expressions over those CTEs (``(SELECT id FROM name)``) whose values the caller gets back.
+    """
+
+    ctes: str
+    params: list[Any]
+    returning: tuple[str, ...] = ()
 
 
 def event_record(
@@ -71,29 +91,64 @@ def event_record(
     """
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("events must be recorded inside the transaction of their change")
+    return _record(tenant=tenant, type=type, data=data, at=at, change=None)[0]
+
+
+def event_record_with_change(
+    *, tenant: Tenant, type: str, data: dict[str, Any], change: ChangeSql
+) -> tuple[Event, tuple[Any, ...]]:
+    """As event_record, with the change itself in the same statement (issue 14): a single
+    statement is atomic on its own, so the change, its event and its deliveries commit (or
+    vanish) together with no surrounding transaction, in one round trip instead of BEGIN,
+    one per statement, and COMMIT. Inside an atomic block it is simply part of it.
+
+    Returns the event and the values of ``change.returning``."""
+    return _record(tenant=tenant, type=type, data=data, at=None, change=change)
+
+
+def _record(
+    *,
+    tenant: Tenant,
+    type: str,
+    data: dict[str, Any],
+    at: datetime | None,
+    change: ChangeSql | None,
+) -> tuple[Event, tuple[Any, ...]]:
     project = tenant.project
     payload = {"projectId": project.id, "organizationId": project.organization_id, **data}
     now = timezone.now()
     event = Event(id=new_id("evt"), **tenant.owner(), type=type, data=payload, created_at=at or now)
     event._state.adding, event._state.db = False, connection.alias
+    sql = _RECORD_SQL.format(
+        change=change.ctes if change is not None else "",
+        returning="".join(f", {expression}" for expression in change.returning)
+        if change is not None
+        else "",
+    )
     with connection.cursor() as cursor:
         cursor.execute(
-            _RECORD_SQL,
-            {
-                "event_id": event.id,
-                "project_id": project.id,
-                "mode": tenant.mode,
-                "type": type,
-                "data": json.dumps(payload),
-                "created_at": event.created_at,
-                "now": now,
-                "ids": [new_id("dl") for _ in range(MAX_ENDPOINTS_PER_PROJECT)],
-            },
+            sql,
+            [
+                *(change.params if change is not None else ()),
+                event.id,
+                project.id,
+                tenant.mode,
+                type,
+                json.dumps(payload),
+                event.created_at,
+                [new_id("dl") for _ in range(MAX_ENDPOINTS_PER_PROJECT)],
+                event.id,
+                now,
+                project.id,
+                tenant.mode,
+                type,
+            ],
         )
-        ids = [row[0] for row in cursor.fetchall()]
+        ids, *returned = cursor.fetchone()
     if ids:
+        # Outside an atomic block (a change statement, committed by now) this runs at once.
         transaction.on_commit(lambda: tasks.enqueue(ids))
-    return event
+    return event, tuple(returned)
 
 
 @dataclass(frozen=True)

@@ -81,15 +81,20 @@ def lock_file(tenant: Tenant, file_id: str, *, include_deleted: bool = False) ->
     return file
 
 
-def new_object(tenant: Tenant, *, content_type: str, size: int) -> StoredObject:
+def new_object(tenant: Tenant, *, content_type: str, size: int, save: bool = True) -> StoredObject:
+    """A pending stored object for a presigned PUT; saved unless the caller inserts it
+    itself (save=False: the one-statement upload start)."""
     ttl = settings.SERVICE_UPLOAD_URL_TTL_SECONDS
-    return StoredObject.objects.create(
+    stored = StoredObject(
         **tenant.owner(),
         storage_key=objectstore.new_key(tenant.project_id),
         declared_type=content_type,
         declared_size=size,
         upload_expires_at=timezone.now() + timedelta(seconds=ttl),
     )
+    if save:
+        stored.save(force_insert=True)
+    return stored
 
 
 def presign_upload(stored: StoredObject) -> objectstore.PresignedUpload:

@@ -9,7 +9,7 @@ from django.db import transaction
 
 from accounts.tenancy import Tenant
 from files import hooks
-from files.events import record_file_event
+from files.events import record_file_event, record_file_event_with_change
 from files.models import File
 from files.services.common import (
     StartedUpload,
@@ -29,7 +29,9 @@ from storage_service.errors import (
     ApiError,
     FileNotPending,
 )
+from storage_service.fastfetch import insert_sql
 from webhooks.models import Event
+from webhooks.services import ChangeSql
 
 # --- Single upload -------------------------------------------------------------------------
 
@@ -54,11 +56,19 @@ def file_upload_start(
     3. Otherwise create the stored object and the file, record ``file.created``.
     """
     check_single_put_size(size)
+    if idempotency_key is None:
+        return _upload_start_one_statement(
+            tenant=tenant,
+            filename=filename,
+            content_type=content_type,
+            size=size,
+            path=path,
+            metadata=metadata,
+        )
     with transaction.atomic():
-        if idempotency_key is not None:
-            replay = _idempotent_replay(tenant, idempotency_key, request_hash)
-            if replay is not None:
-                return replay
+        replay = _idempotent_replay(tenant, idempotency_key, request_hash)
+        if replay is not None:
+            return replay
         stored = new_object(tenant, content_type=content_type, size=size)
         file = File.objects.create(
             **tenant.owner(),
@@ -70,22 +80,62 @@ def file_upload_start(
             current_object=stored,
         )
         upload = presign_upload(stored)
-        if idempotency_key is not None:
-            idempotency_remember(
-                tenant=tenant,
-                key=idempotency_key,
-                request_hash=request_hash,
-                kind=SINGLE,
-                file=file,
-                response={
-                    "url": upload.url,
-                    "method": upload.method,
-                    "headers": upload.headers,
-                    "expiresAt": upload.expires_at.isoformat(),
-                },
-            )
+        idempotency_remember(
+            tenant=tenant,
+            key=idempotency_key,
+            request_hash=request_hash,
+            kind=SINGLE,
+            file=file,
+            response={
+                "url": upload.url,
+                "method": upload.method,
+                "headers": upload.headers,
+                "expiresAt": upload.expires_at.isoformat(),
+            },
+        )
         record_file_event(Event.Type.FILE_CREATED, file)
     return StartedUpload(file=file, upload=upload)
+
+
+def _upload_start_one_statement(
+    *,
+    tenant: Tenant,
+    filename: str,
+    content_type: str,
+    size: int,
+    path: str | None,
+    metadata: dict[str, Any] | None,
+) -> StartedUpload:
+    """The commonest upload start (no Idempotency-Key) in ONE statement (issue 14): the
+    stored object's and the file's INSERTs (as the ORM's ``create`` would send them) as CTEs
+    of the ``file.created`` event's statement. A single statement commits or fails as a
+    whole, so the change and its event still commit together, with neither BEGIN nor COMMIT:
+    one round trip instead of five."""
+    stored = new_object(tenant, content_type=content_type, size=size, save=False)
+    file = File(
+        **tenant.owner(),
+        filename=filename,
+        path=path,
+        content_type=content_type,
+        size=size,
+        metadata=metadata,
+        current_object=stored,
+    )
+    stored_sql, stored_params = insert_sql(stored, returning="id")
+    file_sql, file_params = insert_sql(
+        file, expressions={"current_object_id": "(SELECT id FROM stored)"}
+    )
+    _, (stored.id,) = record_file_event_with_change(
+        Event.Type.FILE_CREATED,
+        file,
+        ChangeSql(
+            ctes=f"stored AS ({stored_sql}), file AS ({file_sql}), ",
+            params=[*stored_params, *file_params],
+            returning=("(SELECT id FROM stored)",),
+        ),
+    )
+    file.current_object = stored  # now with its id
+    return StartedUpload(file=file, upload=presign_upload(stored))
 
 
 def _idempotent_replay(tenant: Tenant, key: str, request_hash: str) -> StartedUpload | None:

@@ -6,18 +6,27 @@ closed is not reused by the socket-level health check."""
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import psycopg
 import pytest
 from django.contrib.auth.models import User
-from django.db import connection
-from django.test import Client
+from django.db import IntegrityError, connection, transaction
+from django.test import Client, override_settings
+from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
-from accounts.services import api_key_revoke
+from accounts.services import api_key_revoke, project_create
+from accounts.tenancy import Tenant
+from files.models import File, StoredObject
+from files.services.upload import file_upload_start
+from storage_service.ids import new_id
+from storage_service.serializers import CleanedField
 from tests.factories import Actor
 from tests.helpers import error_code, start_upload
 from tests.subprocesses import database_url
+from webhooks.models import Delivery, Event
+from webhooks.services import endpoint_create, event_record
 
 pytestmark = pytest.mark.django_db
 
@@ -123,3 +132,62 @@ def test_a_connection_postgresql_closed_is_not_reused() -> None:
     with connection.cursor() as cursor:
         cursor.execute("SELECT 1")
         assert cursor.fetchone() == (1,)
+
+
+def test_upload_start_writes_its_change_and_event_in_one_statement(owner: Actor) -> None:
+    """Issue 14: the key lookup, then ONE statement for the stored object, the file, the
+    file.created event and its deliveries (was: savepoint, three INSERTs, release)."""
+    with override_settings(SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS=True):
+        endpoint_create(tenant=owner.tenant, url="http://127.0.0.1:9/hook", events=None)
+    with CaptureQueriesContext(connection) as queries:
+        started = start_upload(owner, metadata={"k": "v"}, path="a/b")
+    assert len(queries.captured_queries) == 2, [q["sql"][:80] for q in queries.captured_queries]
+    file = File.objects.select_related("current_object").get(id=started["file"]["id"])
+    assert owner.get(f"/v1/files/{file.id}").json()["data"] == started["file"]
+    assert file.current_object.state == "pending"
+    assert file.current_object.project_id == owner.project.id
+    assert started["upload"]["url"].split("?")[0].endswith(file.current_object.storage_key)
+    event = Event.objects.get(project=owner.project, type="file.created")
+    assert event.data["fileId"] == file.id and event.data["path"] == "a/b"
+    assert Delivery.objects.filter(event=event, status="PENDING").count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_upload_start_leaves_nothing_when_its_event_cannot_be_written(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The one statement is atomic: an event that fails (here a clashing id) takes the
+    stored object and the file with it, as the transaction did before."""
+    project = project_create(name="atomic-upload")
+    tenant = Tenant(project=project, mode="live")
+    with transaction.atomic():
+        taken = event_record(tenant=tenant, type="file.created", data={}).id
+    monkeypatch.setattr(
+        "webhooks.services.new_id", lambda prefix: taken if prefix == "evt" else new_id(prefix)
+    )
+    with pytest.raises(IntegrityError):
+        file_upload_start(tenant=tenant, filename="a.png", content_type="image/png", size=10)
+    assert not File.objects.filter(project=project).exists()
+    assert not StoredObject.objects.filter(project=project).exists()
+    assert Event.objects.filter(project=project).count() == 1
+
+
+def test_query_validation_builds_no_fields_per_request(
+    owner: Actor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 14: the list's query validator reuses one bound set of its fields (DRF would
+    deep-copy them for every request), and still answers every error as before."""
+    assert owner.get("/v1/files", {"limit": "5"}).status_code == 200  # warm
+    built: list[str] = []
+    original = CleanedField.__init__
+
+    def counting(self: CleanedField, *args: Any, **kwargs: Any) -> None:
+        built.append(type(self).__name__)
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(CleanedField, "__init__", counting)
+    assert owner.get("/v1/files", {"limit": "5", "order": "asc"}).status_code == 200
+    refused = owner.get("/v1/files", {"limit": "0", "order": "up"})
+    assert refused.status_code == 400 and error_code(refused) == "VALIDATION_ERROR"
+    assert set(refused.json()["error"]["details"]) == {"limit", "order"}
+    assert built == []
