@@ -24,6 +24,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
@@ -635,3 +636,23 @@ def table(
         ).rstrip()
 
     return "\n".join([line(headers), "  ".join("-" * w for w in widths), *map(line, rows)])
+
+
+def fresh_project(url: str, *, prefix: str, rows: int) -> Any:
+    """A new project named ``prefix<time>`` with ``rows`` seeded files, after removing the
+    projects of earlier (crashed) runs with that prefix."""
+    from accounts.models import Project
+    from accounts.services import project_create
+
+    for old in Project.objects.filter(name__startswith=prefix).values_list("id", flat=True):
+        log(f"removing the leftover project {old}")
+        delete_project(url, old)
+    project = project_create(name=f"{prefix}{int(time.time())}")
+    seed_files(
+        url,
+        project_id=project.id,
+        object_id=shared_object(project.id),
+        rows=rows,
+        rebuild_indexes=False,
+    )
+    return project

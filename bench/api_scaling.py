@@ -192,20 +192,7 @@ def servers_cpu(servers: list[bench.Server]) -> bench.CpuTimes:
 
 def fresh_project(url: str) -> Any:
     """A new project with SEED_FILES files, after removing those of earlier (crashed) runs."""
-    from accounts.models import Project
-    from accounts.services import project_create
-
-    for old in Project.objects.filter(name__startswith=PROJECT_PREFIX).values_list("id", flat=True):
-        bench.log(f"removing the leftover project {old}")
-        bench.delete_project(url, old)
-    project = project_create(name=f"{PROJECT_PREFIX}{int(time.time())}")
-    bench.seed_files(
-        url,
-        project_id=project.id,
-        object_id=bench.shared_object(project.id),
-        rows=SEED_FILES,
-        rebuild_indexes=False,
-    )
+    project = bench.fresh_project(url, prefix=PROJECT_PREFIX, rows=SEED_FILES)
     return project
 
 

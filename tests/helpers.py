@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -60,3 +61,15 @@ def at_once(*calls: Callable[[], Any]) -> list[Any]:
     for thread in threads:
         thread.join(timeout=60)
     return results
+
+
+def wait_for(condition: Callable[[], Any], timeout: float = 30.0, what: str = "") -> Any:
+    """Poll ``condition`` until it returns something truthy (returned), or fail the test
+    after ``timeout`` seconds: for work that a real worker or receiver does in its own time."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = condition()
+        if result:
+            return result
+        time.sleep(0.1)
+    raise AssertionError(f"not met in {timeout} s: {what or condition}")

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import subprocess
-import time
-from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -13,7 +11,7 @@ from django.utils import timezone
 
 from files.models import File
 from tests.factories import make_actor
-from tests.helpers import uploaded_file
+from tests.helpers import uploaded_file, wait_for
 from tests.storage import get_from
 from tests.variants.images import corrupt_png, decoded, encode, jpeg_with_orientation, stripes
 from variants.models import Variant
@@ -25,16 +23,6 @@ pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.usefixtures("variant_messages"),
 ]
-
-
-def wait_for(condition: Callable[[], Any], timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = condition()
-        if result:
-            return result
-        time.sleep(0.2)
-    raise AssertionError("condition not met in time")
 
 
 def test_upload_then_thumbnail_and_transform_through_the_worker(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import subprocess
-import time
 from datetime import timedelta
 
 import pytest
@@ -14,18 +13,9 @@ from files.models import File, StoredObject
 from files.tasks import expire_pending_uploads, purge_deleted_files
 from storage_service import objectstore
 from tests.factories import make_actor
-from tests.helpers import start_upload, uploaded_file
+from tests.helpers import start_upload, uploaded_file, wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
-
-
-def wait_for(condition, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.2)
-    raise AssertionError("condition not met in time")
 
 
 def test_beat_schedules_both_sweeps() -> None:

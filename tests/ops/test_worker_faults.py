@@ -22,7 +22,6 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
-from typing import Any
 
 import pytest
 import redis
@@ -33,7 +32,7 @@ from django.utils import timezone
 from files.models import File, StoredObject
 from storage_service.celery import app
 from tests.factories import Actor, make_actor, upload_body
-from tests.helpers import start_upload, uploaded_file
+from tests.helpers import start_upload, uploaded_file, wait_for
 from tests.servers import ROOT, free_port
 from tests.subprocesses import database_url
 from tests.variants.images import encode, stripes
@@ -49,16 +48,6 @@ pytestmark = [
 ]
 
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
-
-
-def wait_for(condition: Callable[[], Any], timeout: float = 30.0, what: str = "") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = condition()
-        if result:
-            return result
-        time.sleep(0.1)
-    raise AssertionError(f"not met in {timeout} s: {what or condition}")
 
 
 class RedisServer:

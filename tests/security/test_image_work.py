@@ -37,7 +37,7 @@ from PIL import Image
 from storage_service import objectstore
 from storage_service.celery import app
 from tests.factories import Actor, make_actor
-from tests.helpers import uploaded_file
+from tests.helpers import uploaded_file, wait_for
 from tests.proxy import TcpProxy
 from tests.servers import ROOT, serve_api
 from tests.subprocesses import database_url
@@ -48,16 +48,6 @@ from variants.models import Variant
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 THUMBNAIL = "w256_h256_inside_webp_q80"
-
-
-def wait_for(condition: Callable[[], Any], timeout: float = 60.0, what: str = "") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = condition()
-        if result:
-            return result
-        time.sleep(0.1)
-    raise AssertionError(f"not met in {timeout} s: {what or condition}")
 
 
 def noise_png(size: tuple[int, int], seed: int = 1) -> bytes:

@@ -5,7 +5,6 @@ The beat tasks run on the real Celery workers."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -22,6 +21,7 @@ from storage_service.ids import new_id
 from storage_service.tasks import clear_expired_sessions
 from tests.factories import Actor
 from tests.helpers import uploaded_file
+from tests.helpers import wait_for as wait_until
 from webhooks import tasks
 from webhooks.models import Delivery, Endpoint, Event
 from webhooks.services import (
@@ -138,13 +138,6 @@ def test_each_batch_reads_only_its_own_rows_through_indexes(
     assert "Index Scan using webhooks_event_pkey" in plans["events"]
     assert "webhooks_delivery_event_id" in plans["events"]  # the NOT EXISTS probe
     assert not any("Seq Scan" in plan for plan in plans.values())
-
-
-def wait_until(check: Callable[[], bool], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.2)
 
 
 def test_the_beat_task_runs_the_sweep_on_the_worker(

@@ -15,8 +15,9 @@ Celery webhook worker to real HTTP receivers.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import timedelta
+from functools import partial
 from typing import Any
 from unittest import mock
 
@@ -25,6 +26,7 @@ import requests
 from django.db import transaction
 from django.utils import timezone
 
+from tests import helpers
 from tests.factories import Actor, make_actor
 from tests.servers import serve_api
 from tests.webhook_receiver import Answer, Receiver, running_receiver
@@ -255,11 +257,7 @@ def test_a_hanging_receiver_does_not_delay_another_projects_deliveries(
 # --- Endpoints that fail ----------------------------------------------------------------------
 
 
-def wait_until(check: Callable[[], bool], timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.1)
+wait_until = partial(helpers.wait_for, timeout=20.0)
 
 
 @pytest.fixture
