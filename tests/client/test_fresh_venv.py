@@ -37,6 +37,9 @@ def python39() -> str:
     raise AssertionError("Python 3.9 not found: install it (pyenv) or set PYTHON39")
 
 
+# A venv and a pip install of the client and its dependencies: beyond the suite's 120 s per
+# test on a loaded machine (the steps keep their own timeouts below).
+@pytest.mark.timeout(600)
 def test_a_fresh_python39_venv_with_only_the_client(
     actor: Actor, api_base: str, celery_worker: subprocess.Popen, tmp_path: Path
 ) -> None:
