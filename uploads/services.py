@@ -389,6 +389,21 @@ def _lock_file(session: UploadSession, tenant: Tenant) -> File:
     return file
 
 
+def _after_concurrent_end(tenant: Tenant, upload_id: str) -> UploadNotActive | None:
+    """The answer to a complete whose parts the store refused while no row was locked, if the
+    session has ended meanwhile (None: it is still active, and the refusal stands).
+
+    A concurrent abort releases the parts at the store before it commits, so missing parts may
+    be its trace, not the client's mistake: wait for whatever holds the session's lock (no
+    store call under it), and if the session has ended meanwhile, answer that, as if this
+    complete had waited for the abort."""
+    with transaction.atomic():
+        session = upload_lock(tenant=tenant, upload_id=upload_id)
+    if session.status != Status.ACTIVE:
+        return UploadNotActive(f"The upload is {session.status}.")
+    return None
+
+
 def upload_complete(*, tenant: Tenant, upload_id: str, parts: list[tuple[int, str]]) -> File:
     """Assemble the parts and publish the file.
 
@@ -420,16 +435,22 @@ def upload_complete(*, tenant: Tenant, upload_id: str, parts: list[tuple[int, st
     held = objectstore.multipart_parts(key=key, upload_id=provider_id)
     assembled = False
     if held is not None:
-        _check_held(session, parts, held)
         try:
-            assembled = objectstore.multipart_complete(
-                key=key, upload_id=provider_id, parts=sorted(parts)
-            )
-        except objectstore.MultipartRefused as exc:
-            raise UploadPartsIncomplete(
-                "The store refused the parts (one was replaced meanwhile?); list them again.",
-                details={"storeCode": exc.code},
-            ) from exc
+            _check_held(session, parts, held)
+            try:
+                assembled = objectstore.multipart_complete(
+                    key=key, upload_id=provider_id, parts=sorted(parts)
+                )
+            except objectstore.MultipartRefused as exc:
+                raise UploadPartsIncomplete(
+                    "The store refused the parts (one was replaced meanwhile?); list them again.",
+                    details={"storeCode": exc.code},
+                ) from exc
+        except (UploadPartsIncomplete, UploadSizeMismatch) as refused:
+            ended = _after_concurrent_end(tenant, upload_id)
+            if ended is None:
+                raise
+            raise ended from refused
     outcome: Verified | ApiError | None = None  # None: the store lost the upload
     if assembled or objectstore.head(key) is not None:
         outcome = verify(stored)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from files.models import File, FileVersion
+from storage_service import objectstore
 from tests.factories import Actor, make_actor
 from tests.helpers import at_once, error_code
 from tests.multipart import complete, put_all, start_multipart
@@ -58,3 +59,26 @@ def test_complete_racing_abort_leaves_one_consistent_outcome(actor: Actor, repea
         assert done.status_code == 409 and error_code(done) == "UPLOAD_NOT_ACTIVE"
         assert (session.status, file.status) == ("aborted", "failed")
         assert kinds == {"upload.initiated", "upload.aborted"}
+
+
+def test_an_abort_while_complete_asks_the_store_answers_not_active(
+    actor: Actor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Complete asks the store with no row locked; an abort that runs meanwhile releases the
+    parts before it commits, so the store may list fewer parts than were PUT. That is the
+    abort's trace, not the client's mistake: the answer is UPLOAD_NOT_ACTIVE, as if complete
+    had waited for the abort (the race above, made deterministic)."""
+    data = start_multipart(actor, 5)
+    parts = put_all(data["upload"], b"12345")
+    upload_id = data["upload"]["id"]
+
+    def abort_then_list(**_: object) -> list[objectstore.HeldPart]:
+        assert actor.delete(f"/v1/uploads/multipart/{upload_id}").status_code == 200
+        return []  # what a store in the middle of the abort lists
+
+    monkeypatch.setattr(objectstore, "multipart_parts", abort_then_list)
+    done = complete(actor, upload_id, parts)
+
+    assert done.status_code == 409 and error_code(done) == "UPLOAD_NOT_ACTIVE", done.json()
+    assert UploadSession.objects.get(id=upload_id).status == "aborted"
+    assert File.objects.get(id=data["file"]["id"]).status == "failed"
