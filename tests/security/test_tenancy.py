@@ -20,14 +20,26 @@ from accounts.models import ApiKey, Project
 from accounts.services import api_key_issue, project_create
 from accounts.tenancy import Tenant
 from accounts.usage import project_usage
+from storage_service.celery import app
 from storage_service.ids import new_id
 from tests.factories import png_bytes, upload_body
 from tests.servers import serve_api
 from tests.storage import put_to
 
 MIB = 1024 * 1024
-# Registration of a local receiver URL is allowed (nothing is ever sent: no worker runs).
-SERVER_ENV = {"SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true"}
+# Registration of a local receiver URL is allowed (nothing is ever sent: no worker reads the
+# queues below).
+# Queues no worker reads: the session's Celery worker (started by earlier tests) consumes the
+# suite's own queues, and would make this module's thumbnails and send its deliveries while a
+# test's tables are being truncated (a deadlock at teardown). The messages are dropped at the
+# end; these tests read what the API answers and records, not what workers do.
+TENANCY_QUEUES = ("storage-tenancy", "storage-tenancy-webhooks", "storage-tenancy-transforms")
+SERVER_ENV = {
+    "SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true",
+    "CELERY_TASK_DEFAULT_QUEUE": TENANCY_QUEUES[0],
+    "SERVICE_WEBHOOK_QUEUE": TENANCY_QUEUES[1],
+    "SERVICE_TRANSFORM_QUEUE": TENANCY_QUEUES[2],
+}
 HOOK_URL = "http://127.0.0.1:9/hook"
 
 
@@ -55,6 +67,10 @@ class Key:
 def api_base(django_db_setup: None, django_db_blocker: Any) -> Iterator[str]:
     with serve_api(workers=1, **SERVER_ENV) as base:
         yield base
+    with app.connection_for_write() as connection:
+        channel: Any = connection.default_channel
+        for queue in TENANCY_QUEUES:
+            channel.queue_purge(queue)
 
 
 @dataclass
