@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from typing import Any
 
 import botocore.auth
 import pytest
@@ -54,7 +55,8 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(
+# Every endpoint shape a deployment may configure: (public endpoint, addressing style, region).
+STORE_SHAPES = pytest.mark.parametrize(
     ("endpoint", "style", "region"),
     [
         ("http://127.0.0.1:8333", "path", "us-east-1"),
@@ -64,15 +66,23 @@ CASES = [
         (None, "auto", "us-east-1"),  # AWS itself
     ],
 )
-def test_part_urls_are_byte_identical_to_botocore(
-    frozen_botocore: None, store_settings, endpoint: str | None, style: str, region: str
-) -> None:
+
+
+def use_store_shape(store_settings: Any, endpoint: str | None, style: str, region: str) -> None:
+    """Point the object store's settings at one shape, with credentials that need escaping."""
     store_settings.AWS_S3_PUBLIC_ENDPOINT_URL = endpoint
     store_settings.AWS_S3_ADDRESSING_STYLE = style
     store_settings.AWS_S3_REGION_NAME = region
     store_settings.AWS_ACCESS_KEY_ID = "AKIA/EXAMPLE+1"
     store_settings.AWS_SECRET_ACCESS_KEY = "secret/with+odd=chars"
     objectstore.reset_clients()
+
+
+@STORE_SHAPES
+def test_part_urls_are_byte_identical_to_botocore(
+    frozen_botocore: None, store_settings, endpoint: str | None, style: str, region: str
+) -> None:
+    use_store_shape(store_settings, endpoint, style, region)
     for key, upload_id, number, length, expires_in in CASES:
         signer = objectstore.PartUrlSigner(
             key=key, upload_id=upload_id, expires_in=expires_in, now=SIGNED_AT

@@ -7,10 +7,14 @@ through them.)
 
 from __future__ import annotations
 
-import pytest
-
 from storage_service import objectstore
-from tests.unit.test_part_presigner import SIGNED_AT, frozen_botocore, store_settings
+from tests.unit.test_part_presigner import (
+    SIGNED_AT,
+    STORE_SHAPES,
+    frozen_botocore,
+    store_settings,
+    use_store_shape,
+)
 
 __all__ = ["frozen_botocore", "store_settings"]  # fixtures, used by name
 
@@ -35,25 +39,11 @@ def botocore_url(key: str, content_type: str, size: int, expires_in: int) -> str
     )
 
 
-@pytest.mark.parametrize(
-    ("endpoint", "style", "region"),
-    [
-        ("http://127.0.0.1:8333", "path", "us-east-1"),
-        ("https://s3.example.com", "path", "eu-west-3"),
-        ("https://s3.example.com:443", "virtual", "eu-west-3"),
-        ("http://store.internal:9000", "auto", "us-east-1"),
-        (None, "auto", "us-east-1"),  # AWS itself
-    ],
-)
+@STORE_SHAPES
 def test_put_urls_are_byte_identical_to_botocore(
     frozen_botocore: None, store_settings, endpoint: str | None, style: str, region: str
 ) -> None:
-    store_settings.AWS_S3_PUBLIC_ENDPOINT_URL = endpoint
-    store_settings.AWS_S3_ADDRESSING_STYLE = style
-    store_settings.AWS_S3_REGION_NAME = region
-    store_settings.AWS_ACCESS_KEY_ID = "AKIA/EXAMPLE+1"
-    store_settings.AWS_SECRET_ACCESS_KEY = "secret/with+odd=chars"
-    objectstore.reset_clients()
+    use_store_shape(store_settings, endpoint, style, region)
     for key, content_type, size, expires_in in CASES:
         ours = objectstore.put_url(
             key=key, content_type=content_type, size=size, expires_in=expires_in, now=SIGNED_AT
