@@ -415,7 +415,9 @@ def upload_complete(*, tenant: Tenant, upload_id: str, parts: list[tuple[int, st
     2. The list must be parts 1..N (409 UPLOAD_PARTS_INCOMPLETE).
     3. The store must hold each with that etag and its exact length (409
        UPLOAD_PARTS_INCOMPLETE / UPLOAD_SIZE_MISMATCH); nothing changes, so the client can
-       PUT a part again and retry.
+       PUT a part again and retry. Parts taken meanwhile by a concurrent complete (the object
+       is at the key: go on to 4) or abort (the session has ended: UPLOAD_NOT_ACTIVE) are not
+       the client's mistake.
     4. Assemble at the store, then verify the object (real size, type, checksum). If the store
        no longer has the upload but has the object, a previous (or concurrent) complete
        assembled it: verify that object.
@@ -447,10 +449,16 @@ def upload_complete(*, tenant: Tenant, upload_id: str, parts: list[tuple[int, st
                     details={"storeCode": exc.code},
                 ) from exc
         except (UploadPartsIncomplete, UploadSizeMismatch) as refused:
-            ended = _after_concurrent_end(tenant, upload_id)
-            if ended is None:
-                raise
-            raise ended from refused
+            # The parts may have gone meanwhile to a concurrent complete (the store lists
+            # fewer of them while, or after, it assembles the object) or abort: not the
+            # client's mistake. An object at the key means a complete assembled it: verify
+            # that object, as in step 4, and the locked re-check below answers as if this
+            # request had waited for the other.
+            if objectstore.head(key) is None:
+                ended = _after_concurrent_end(tenant, upload_id)
+                if ended is None:
+                    raise
+                raise ended from refused
     outcome: Verified | ApiError | None = None  # None: the store lost the upload
     if assembled or objectstore.head(key) is not None:
         outcome = verify(stored)

@@ -82,3 +82,38 @@ def test_an_abort_while_complete_asks_the_store_answers_not_active(
     assert done.status_code == 409 and error_code(done) == "UPLOAD_NOT_ACTIVE", done.json()
     assert UploadSession.objects.get(id=upload_id).status == "aborted"
     assert File.objects.get(id=data["file"]["id"]).status == "failed"
+
+
+def test_a_complete_while_another_assembles_verifies_the_object(
+    actor: Actor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same for two completes: while (or after) the store assembles the object for one,
+    it lists fewer parts for the other, which may come before the first commits. The object
+    at the key says a complete took the parts: the second verifies that object and, first to
+    the lock, publishes it; the first then answers UPLOAD_NOT_ACTIVE. Never
+    UPLOAD_PARTS_INCOMPLETE, and nothing published twice."""
+    data = start_multipart(actor, 5)
+    parts = put_all(data["upload"], b"12345")
+    upload_id, file_id = data["upload"]["id"], data["file"]["id"]
+    session = UploadSession.objects.get(id=upload_id)
+    key, provider_id = session.stored_object.storage_key, session.provider_upload_id
+    listed = objectstore.multipart_parts
+
+    def other_assembles_then_list(**_: object) -> list[objectstore.HeldPart]:
+        # The other complete's store call, before its commit.
+        assert objectstore.multipart_complete(
+            key=key, upload_id=provider_id, parts=[(1, parts[0]["etag"].strip('"'))]
+        )
+        return []  # what a store in the middle of assembling lists
+
+    monkeypatch.setattr(objectstore, "multipart_parts", other_assembles_then_list)
+    second = complete(actor, upload_id, parts)
+    monkeypatch.setattr(objectstore, "multipart_parts", listed)
+    first = complete(actor, upload_id, parts)
+
+    assert second.status_code == 200, second.json()
+    assert first.status_code == 409 and error_code(first) == "UPLOAD_NOT_ACTIVE", first.json()
+    assert UploadSession.objects.get(id=upload_id).status == "completed"
+    assert File.objects.get(id=file_id).status == "uploaded"
+    assert FileVersion.objects.filter(file_id=file_id).count() == 1
+    assert Event.objects.filter(type="upload.completed").count() == 1
