@@ -59,11 +59,25 @@ def instance(model: type[M], values: Sequence[Any]) -> M:
     return model.from_db(DEFAULT_DB_ALIAS, names, row)
 
 
+def prepared_cursor() -> Any:
+    """A cursor whose statements the server prepares once per connection (the backend's
+    ``prepared_cursor``: storage_service/postgres/), for the statements every request runs;
+    a plain cursor on a backend without it."""
+    prepare = getattr(connection, "prepared_cursor", None)
+    return prepare() if prepare is not None else connection.cursor()
+
+
 def fetch_row(sql: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
     return tuple(row) if row is not None else None
+
+
+def fetch_all(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+    with prepared_cursor() as cursor:
+        cursor.execute(sql, params)
+        return [tuple(row) for row in cursor.fetchall()]
 
 
 def insert_sql(

@@ -22,6 +22,7 @@ from storage_service.errors import (
     WebhookLimitReached,
     WebhookNotFound,
 )
+from storage_service.fastfetch import prepared_cursor
 from storage_service.ids import first_id_at, looks_like_id, new_id
 from webhooks import tasks
 from webhooks.models import Delivery, Endpoint, Event
@@ -125,7 +126,8 @@ def _record(
         if change is not None
         else "",
     )
-    with connection.cursor() as cursor:
+    # Prepared: every change that records an event runs one of a few such statements.
+    with prepared_cursor() as cursor:
         cursor.execute(
             sql,
             [

@@ -191,3 +191,43 @@ def test_query_validation_builds_no_fields_per_request(
     assert refused.status_code == 400 and error_code(refused) == "VALIDATION_ERROR"
     assert set(refused.json()["error"]["details"]) == {"limit", "order"}
     assert built == []
+
+
+TIMESTAMPS = [
+    "2026-11-23 10:00:00+00",
+    "2026-11-23 10:00:00.123456+00",
+    "2026-11-23 12:00:00.5+02",
+    "1970-01-01 00:00:00+00",
+    "0001-01-01 00:00:00+00",
+    "9999-12-31 23:59:59.999999+00",
+    "2024-02-29 23:59:59.000001-08",
+]
+
+
+def test_the_c_timestamp_loader_reads_what_djangos_loader_reads() -> None:
+    """The backend reads timestamptz with psycopg's C loader (issue 14); Django's own loader
+    would give the same instants in the same tzinfo object."""
+    from django.db.backends.postgresql.psycopg_any import register_tzloader  # type: ignore[import-untyped]
+
+    sql = "SELECT " + ", ".join("%s::timestamptz" for _ in TIMESTAMPS)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, TIMESTAMPS)
+        fast = cursor.fetchone()
+    with connection.cursor() as cursor:
+        register_tzloader(connection.timezone, cursor.cursor)
+        cursor.execute(sql, TIMESTAMPS)
+        django = cursor.fetchone()
+    assert fast == django
+    assert all(value.tzinfo is connection.timezone for value in fast)
+    assert [value.isoformat() for value in fast] == [value.isoformat() for value in django]
+
+
+def test_hot_statements_are_prepared_once_per_connection(owner: Actor) -> None:
+    file_id = start_upload(owner)["file"]["id"]
+    for _ in range(3):
+        assert owner.get(f"/v1/files/{file_id}").status_code == 200
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements WHERE NOT from_sql")
+        prepared = [row[0] for row in cursor.fetchall()]
+    joined = [statement for statement in prepared if "LEFT JOIN files_file" in statement]
+    assert len(joined) == 1, prepared  # the key-and-file read, prepared once, reused
