@@ -3,23 +3,24 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from django.db import connection
 from django.db.models import QuerySet
+from django.db.models.expressions import RawSQL
 
 from accounts.models import ApiKey
 from accounts.selectors import api_key_from_row, key_hash_of, key_query
 from accounts.tenancy import Tenant
-from files.filters import FileFilter
-from files.models import File
+from files.models import File, FileQuerySet
+from files.validation import clean_path
 from storage_service.errors import FileNotFound, ValidationError
-from storage_service.fastfetch import columns, fetch_row, instance
+from storage_service.fastfetch import columns, fetch_all, fetch_row, instance
 from storage_service.ids import looks_like_id
-from storage_service.pagination import Keyset, Page, decode_cursor, encode_cursor, keyset_page
+from storage_service.pagination import Keyset, Page, decode_cursor, encode_cursor
 
-# The query parameters that FileFilter applies (files/filters.py).
+# The query parameters that filter the list (ListFilters).
 FILTERS = ("search", "path", "status", "contentType")
 SORT_FIELDS = {
     "createdAt": ("created_at", "created_at"),
@@ -113,34 +114,232 @@ def file_get_with_key(*, raw_key: str, file_id: str) -> KeyAndFile | None:
     return KeyAndFile(api_key, file)
 
 
+@dataclass(frozen=True)
+class ListFilters:
+    """The filters of one list request, as django-filter applied them before (issue 14 made
+    them plain SQL): an empty parameter is no filter; ``path`` ``/`` means root-level files
+    (a null path); without ``status`` deleted files are left out (the trash is asked for
+    with ``status=deleted``); ``search`` has its own plan (``_search_page``)."""
+
+    status: str | None = None
+    path: str | None = None
+    root_only: bool = False  # path=/ (or a path that cleans to the root)
+    content_type: str | None = None
+    search: str | None = None
+
+    @classmethod
+    def of(cls, filters: dict[str, str]) -> ListFilters:
+        status = filters.get("status") or None
+        if status is not None and status not in File.Status.values:
+            raise ValidationError(
+                "The query is invalid.",
+                details={"status": [f"Must be one of: {', '.join(File.Status.values)}."]},
+            )
+        # Stripped as a form's CharField strips (the path and contentType rules already
+        # refuse surrounding spaces; search keeps them: they are part of the term).
+        raw_path = (filters.get("path") or "").strip()
+        path = clean_path(raw_path) if raw_path else None
+        return cls(
+            status=status,
+            path=path,
+            root_only=bool(raw_path) and path is None,
+            content_type=(filters.get("contentType") or "").strip() or None,
+            search=filters.get("search") or None,
+        )
+
+
 def file_list(*, tenant: Tenant, filters: dict[str, str], options: FileListOptions) -> Page[File]:
     """One page of the tenant's files.
 
     ``filters`` are the query's filter parameters (``search``, ``path``, ``status``,
-    ``contentType``), validated and applied by ``FileFilter``. Deleted files are left out
-    unless ``status=deleted`` is asked for (the trash). Every filter combined with every sort
-    is a keyset page served by the index of that sort; ``search`` has its own plan
+    ``contentType``), as ``ListFilters`` reads them. Deleted files are left out unless
+    ``status=deleted`` is asked for (the trash). Every filter combined with every sort is a
+    keyset page served by the index of that sort; ``search`` has its own plan
     (``_search_page``).
     """
-    filterset = FileFilter(data=filters, queryset=File.objects.for_tenant(tenant))
-    if not filterset.is_valid():
-        raise ValidationError(
-            "The query is invalid.",
-            details={field: list(messages) for field, messages in filterset.errors.items()},
+    wanted = ListFilters.of(filters)
+    keyset = _keyset(options)
+    if wanted.search:
+        base = _filtered(File.objects.for_tenant(tenant), wanted)
+        return _search_page(
+            base, wanted.search, keyset=keyset, limit=options.limit, cursor=options.cursor
         )
+    rows = _page_rows(wanted, options, {"project": tenant.project_id, "mode": tenant.mode})
+    files = [instance(File, row) for row in rows]
+    for file in files:
+        file.project = tenant.project
+    return keyset.page(files, options.limit)
+
+
+@dataclass(frozen=True)
+class KeyAndPage:
+    api_key: ApiKey | None  # None: unknown, revoked or malformed key
+    page: Page[File] | None  # None with no key
+
+
+def file_list_with_key(
+    *, raw_key: str, filters: dict[str, str], options: FileListOptions
+) -> KeyAndPage | None:
+    """The key (as api_key_resolve finds it) and a page of its tenant's files (as file_list
+    finds it), in ONE round trip: the list's two lookups (issue 14).
+
+    None for what this one statement does not serve (a search, which takes two steps): the
+    caller lists as usual. A refusal of the query (a bad filter or cursor) is raised before
+    anything is read; file_list raises the same ones, but after the key is checked and the
+    request counted, so a caller that gets one lets the usual path answer (401, 429 or the
+    400, in that order)."""
+    wanted = ListFilters.of(filters)
+    if wanted.search:
+        return None
+    digest = key_hash_of(raw_key)
+    if digest is None:
+        return KeyAndPage(None, None)
+    rows = _page_rows(wanted, options, {"key_hash": digest})
+    if not rows:
+        return KeyAndPage(None, None)
+    api_key = api_key_from_row(rows[0])
+    width = key_query().width
+    files = []
+    for row in rows:
+        if row[width] is None:  # the LEFT JOIN found no file: an empty page
+            break
+        file = instance(File, row[width:])
+        file.project = api_key.project
+        files.append(file)
+    return KeyAndPage(api_key, _keyset(options).page(files, options.limit))
+
+
+def _keyset(options: FileListOptions) -> Keyset:
     field, column = SORT_FIELDS[options.sort_by]
-    keyset = Keyset(
+    return Keyset(
         field=field,
         column=column,
         descending=options.order == "desc",
         scope=f"files:{options.sort_by}:{options.order}",
     )
-    search = filterset.form.cleaned_data.get("search")
-    if search:
-        return _search_page(
-            filterset.qs, search, keyset=keyset, limit=options.limit, cursor=options.cursor
-        )
-    return keyset_page(filterset.qs, keyset=keyset, limit=options.limit, cursor=options.cursor)
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """What a page's SQL depends on (the values go in as parameters): one SQL per shape."""
+
+    sort_by: str
+    order: str
+    limit: int
+    status: bool
+    path: bool
+    root_only: bool
+    content_type: bool
+    cursor: bool
+
+
+def _shape(wanted: ListFilters, options: FileListOptions) -> _Shape:
+    return _Shape(
+        sort_by=options.sort_by,
+        order=options.order,
+        limit=options.limit,
+        status=wanted.status is not None,
+        path=wanted.path is not None,
+        root_only=wanted.root_only,
+        content_type=wanted.content_type is not None,
+        cursor=bool(options.cursor),
+    )
+
+
+class _Param(str):
+    """A named stand-in for a parameter while a shape's SQL is compiled: the ORM puts it
+    where the value goes, and its name says which value to send there."""
+
+
+@dataclass(frozen=True)
+class _Constant:
+    value: Any
+
+
+def _parameters(names: tuple[_Param | _Constant, ...], values: dict[str, Any]) -> list[Any]:
+    return [name.value if isinstance(name, _Constant) else values[name] for name in names]
+
+
+_VALUES = {
+    name: _Param(name)
+    for name in ("project", "mode", "status", "path", "content_type", "after_value", "after_id")
+}
+
+
+def _filtered(queryset: FileQuerySet, wanted: ListFilters) -> FileQuerySet:
+    if wanted.status is not None:
+        queryset = queryset.filter(status=wanted.status)
+    else:
+        queryset = queryset.visible()
+    if wanted.root_only:
+        queryset = queryset.filter(path__isnull=True)
+    elif wanted.path is not None:
+        queryset = queryset.filter(path=wanted.path)
+    if wanted.content_type is not None:
+        queryset = queryset.filter(content_type=wanted.content_type)
+    return queryset
+
+
+@lru_cache(maxsize=1024)
+def _page_sql(shape: _Shape, *, keyed: bool) -> tuple[str, tuple[_Param | _Constant, ...]]:
+    """The SQL of one page of this shape, compiled once by the ORM, and the names of its
+    parameters in order. ``keyed``: the key lookup's SQL with the page LEFT JOIN LATERAL'd
+    to it, scoped to the key's tenant (project and environment), as file_get_with_key does
+    for a single file."""
+    if keyed:
+        tenant: dict[str, Any] = {
+            "project_id": RawSQL('"accounts_apikey"."project_id"', ()),
+            "mode": RawSQL('"accounts_apikey"."environment"', ()),
+        }
+    else:
+        tenant = {"project_id": _VALUES["project"], "mode": _VALUES["mode"]}
+    queryset: QuerySet[File] = _filtered(File.objects.filter(**tenant), _shape_filters(shape))
+    keyset = _keyset(FileListOptions(sort_by=shape.sort_by, order=shape.order))
+    if shape.cursor:
+        queryset = keyset.after_row(queryset, _VALUES["after_value"], _VALUES["after_id"])
+    page = queryset.order_by(*keyset.order_by())[: shape.limit + 1]
+    page_sql, params = page.query.sql_with_params()
+    _, cols = columns(File)
+    if not page_sql.startswith(f"SELECT {cols} FROM "):
+        raise ValueError(f"unexpected column list in {page_sql!r}")
+    # The stand-ins by name; anything else is a constant of the shape (status <> 'deleted').
+    names = tuple(param if isinstance(param, _Param) else _Constant(param) for param in params)
+    if not keyed:
+        return page_sql, names
+    key = key_query()
+    sql = (
+        f"SELECT {key.select}, page.* FROM {key.joins}"
+        f" LEFT JOIN LATERAL ({page_sql}) AS page ON TRUE WHERE {key.where}"
+    )
+    return sql, (*names, _Param("key_hash"))
+
+
+def _shape_filters(shape: _Shape) -> ListFilters:
+    """Filters with stand-in values, for compiling a shape."""
+    return ListFilters(
+        status=_VALUES["status"] if shape.status else None,
+        path=_VALUES["path"] if shape.path else None,
+        root_only=shape.root_only,
+        content_type=_VALUES["content_type"] if shape.content_type else None,
+    )
+
+
+def _page_rows(
+    wanted: ListFilters, options: FileListOptions, scope: dict[str, Any]
+) -> list[tuple[Any, ...]]:
+    """The rows of one page of this shape. ``scope``: the tenant's ``project`` and ``mode``,
+    or the ``key_hash`` whose tenant the keyed SQL joins (file_list_with_key)."""
+    values: dict[str, Any] = {
+        "status": wanted.status,
+        "path": wanted.path,
+        "content_type": wanted.content_type,
+        **scope,
+    }
+    if options.cursor:
+        scope_name = _keyset(options).scope
+        values["after_value"], values["after_id"] = decode_cursor(options.cursor, scope_name)
+    sql, names = _page_sql(_shape(wanted, options), keyed="key_hash" in scope)
+    return fetch_all(sql, _parameters(names, values))
 
 
 # A search first walks the sort's own index for at most this many rows, looking for a page of

@@ -95,7 +95,10 @@ class Keyset:
         """
         if not cursor:
             return queryset
-        value, row_id = decode_cursor(cursor, self.scope)
+        return self.after_row(queryset, *decode_cursor(cursor, self.scope))
+
+    def after_row(self, queryset: QuerySet[T], value: Any, row_id: Any) -> QuerySet[T]:
+        """The rows after the row with sort value ``value`` and id ``row_id``."""
         table = queryset.model._meta.db_table
         op = "<" if self.descending else ">"
         return queryset.extra(
@@ -112,11 +115,3 @@ class Keyset:
             last = items[-1]
             next_cursor = encode_cursor(self.scope, getattr(last, self.field), str(last.pk))
         return Page(items=items, has_more=has_more, next_cursor=next_cursor)
-
-
-def keyset_page(
-    queryset: QuerySet[T], *, keyset: Keyset, limit: int, cursor: str | None
-) -> Page[T]:
-    """One page of ``queryset`` in ``keyset`` order, starting after ``cursor``."""
-    rows = list(keyset.after(queryset, cursor).order_by(*keyset.order_by())[: limit + 1])
-    return keyset.page(rows, limit)
