@@ -60,6 +60,31 @@ def budget(method: str) -> tuple[str, int]:
     return "w", settings.SERVICE_RATE_LIMIT_WRITES_PER_MINUTE
 
 
+def refusal_wait(api_key: ApiKey, method: str) -> float | None:
+    """Count one request of ``api_key`` against its budget for ``method``: None when it is
+    allowed, else the seconds until the window ends (the 429's Retry-After). Every request
+    that reaches a view is counted exactly once, by this, whichever way it is served."""
+    bucket, limit = budget(method or "GET")
+    if limit <= 0:
+        return None
+    now = time.time()
+    window = int(now // WINDOW_SECONDS)
+    # The cache's prefix keeps the suite's counters apart from a running `make run`'s.
+    prefix = settings.CACHES["default"].get("KEY_PREFIX", "storage")
+    key = f"{prefix}:rl:{api_key.pk}:{bucket}:{window}"
+    try:
+        pipe = _redis().pipeline(transaction=True)
+        pipe.incr(key)
+        pipe.expire(key, EXPIRY_SECONDS)
+        count, _ = pipe.execute()
+    except redis.RedisError as exc:
+        logger.warning("rate limiter skipped: Redis unavailable (%s)", type(exc).__name__)
+        return None
+    if int(count) <= limit:
+        return None
+    return (window + 1) * WINDOW_SECONDS - now
+
+
 class ApiKeyRateThrottle(BaseThrottle):
     def __init__(self) -> None:
         self._wait: float | None = None
@@ -68,26 +93,8 @@ class ApiKeyRateThrottle(BaseThrottle):
         api_key = request.auth
         if not isinstance(api_key, ApiKey):
             return True  # unauthenticated requests are refused by the permission check
-        bucket, limit = budget(request.method or "GET")
-        if limit <= 0:
-            return True
-        now = time.time()
-        window = int(now // WINDOW_SECONDS)
-        # The cache's prefix keeps the suite's counters apart from a running `make run`'s.
-        prefix = settings.CACHES["default"].get("KEY_PREFIX", "storage")
-        key = f"{prefix}:rl:{api_key.pk}:{bucket}:{window}"
-        try:
-            pipe = _redis().pipeline(transaction=True)
-            pipe.incr(key)
-            pipe.expire(key, EXPIRY_SECONDS)
-            count, _ = pipe.execute()
-        except redis.RedisError as exc:
-            logger.warning("rate limiter skipped: Redis unavailable (%s)", type(exc).__name__)
-            return True
-        if int(count) <= limit:
-            return True
-        self._wait = (window + 1) * WINDOW_SECONDS - now
-        return False
+        self._wait = refusal_wait(api_key, request.method or "GET")
+        return self._wait is None
 
     def wait(self) -> float | None:
         return self._wait

@@ -12,11 +12,9 @@ from rest_framework import viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from accounts.auth import authenticated, bearer_token
 from accounts.context import tenant_of
 from files import selectors, services
 from files.links import FILE_ID, file_links
-from files.models import File
 from files.serializers import (
     CopyRequest,
     DownloadUrlRequest,
@@ -54,27 +52,9 @@ NOT_FOUND = ("FILE_NOT_FOUND",)
 
 
 class FileViewSet(viewsets.ViewSet):
-    """The contract's "Files" section."""
-
-    _file_read_with_key: File | None = None
-
-    def perform_authentication(self, request: Request) -> None:
-        """GET /v1/files/<id> resolves its key and reads its file in one query (issue 14);
-        every other action authenticates as usual. The answers are the same: 401 for a
-        missing, malformed, unknown or revoked key, then the rate limit, then the file or
-        404, which retrieve raises by asking file_get."""
-        if self.action == "retrieve":
-            token = bearer_token(request)
-            found = (
-                None
-                if token is None
-                else selectors.file_get_with_key(raw_key=token, file_id=self.kwargs["file_id"])
-            )
-            if found is not None:
-                authenticated(request, found.api_key)
-                self._file_read_with_key = found.file
-                return
-        super().perform_authentication(request)
+    """The contract's "Files" section. GET one file, the list and upload start have fast
+    lanes in front of these views (files/fastviews.py), which hand them every request they
+    do not serve."""
 
     @extend_schema(
         tags=["files"],
@@ -99,7 +79,7 @@ class FileViewSet(viewsets.ViewSet):
             path=body.get("path"),
             metadata=body.get("metadata"),
             idempotency_key=key,
-            request_hash=request_fingerprint(request.data),
+            request_hash=request_fingerprint(request.data) if key is not None else "",
         )
         answer: FileWithUploadJson = file_with_upload_json(started.file, started.upload)
         response = Response(answer, status=201)
@@ -166,10 +146,7 @@ class FileViewSet(viewsets.ViewSet):
         responses={200: Data[FileJson], **errors_of(*NOT_FOUND)},
     )
     def retrieve(self, request: Request, file_id: str) -> Response:
-        file = self._file_read_with_key
-        if file is None:
-            # No key-joined read happened (not a file id), or it found no visible file.
-            file = selectors.file_get(tenant=tenant_of(request), file_id=file_id)
+        file = selectors.file_get(tenant=tenant_of(request), file_id=file_id)
         answer: Data[FileJson] = {"data": file_json(file)}
         return Response(answer)
 

@@ -1,0 +1,99 @@
+"""The fast lanes of the files endpoints (issue 14; storage_service/fastlane.py says how a lane
+works): the single-file GET, the list, and upload start, each served in the fewest round
+trips (the key and the resource in one SQL statement for both reads, one statement for the
+upload's writes) through the same selectors, services and shapes as files/views.py.
+
+Each ``serve`` declines (returns None) before counting the request whenever the DRF view
+would answer anything but success, so every refusal is the DRF view's own answer, in its own
+order.
+"""
+
+from __future__ import annotations
+
+import io
+
+from django.http import HttpRequest
+
+from accounts.auth import admit, well_formed_bearer
+from accounts.selectors import api_key_resolve
+from accounts.tenancy import Tenant
+from files import selectors, services
+from files.serializers import FileListQuery, UploadRequest, file_json, file_with_upload_json
+from storage_service.errors import ApiError
+from storage_service.fastlane import Answer
+from storage_service.parsers import StrictJSONParser
+from storage_service.serializers import validated
+from storage_service.shapes import paged
+
+_PARSER = StrictJSONParser()
+
+
+def retrieve(request: HttpRequest, file_id: str) -> Answer | None:
+    """``GET /v1/files/<id>``: the key and the file in one statement."""
+    token = well_formed_bearer(request)
+    if token is None:
+        return None
+    found = selectors.file_get_with_key(raw_key=token, file_id=file_id)
+    if found is None or found.api_key is None or found.file is None:
+        return None  # 401 or 404: the DRF view answers
+    admit(request, found.api_key)
+    return Answer({"data": file_json(found.file)})
+
+
+def list_files(request: HttpRequest) -> Answer | None:
+    """``GET /v1/files`` without ``search``: the key and the page in one statement."""
+    params = request.GET
+    if any(len(params.getlist(name)) > 1 for name in params):
+        return None
+    token = well_formed_bearer(request)
+    if token is None:
+        return None
+    try:
+        query = validated(FileListQuery, params.dict())
+        found = selectors.file_list_with_key(
+            raw_key=token,
+            filters={name: params[name] for name in selectors.FILTERS if name in params},
+            options=selectors.FileListOptions(
+                limit=query["limit"],
+                cursor=query.get("cursor"),
+                sort_by=query["sortBy"],
+                order=query["order"],
+            ),
+        )
+    except ApiError:
+        return None  # a refused query: 400, but only after the key and the count
+    if found is None or found.api_key is None or found.page is None:
+        return None
+    admit(request, found.api_key)
+    return Answer(paged(found.page, file_json))
+
+
+def upload(request: HttpRequest) -> Answer | None:
+    """``POST /v1/files/upload`` without an Idempotency-Key, with a JSON body."""
+    if (
+        "HTTP_IDEMPOTENCY_KEY" in request.META
+        or request.content_type != "application/json"
+        or not _has_body(request)
+    ):
+        return None
+    token = well_formed_bearer(request)
+    api_key = None if token is None else api_key_resolve(raw_key=token)
+    if api_key is None:
+        return None
+    admit(request, api_key)
+    # From here on, as the DRF view: the body's refusals are answered (400).
+    body = validated(UploadRequest, _PARSER.parse(io.BytesIO(request.body)))
+    started = services.file_upload_start(
+        tenant=Tenant(project=api_key.project, mode=api_key.environment),
+        filename=body["filename"],
+        content_type=body["contentType"],
+        size=body["size"],
+        path=body.get("path"),
+        metadata=body.get("metadata"),
+    )
+    return Answer(file_with_upload_json(started.file, started.upload), status=201)
+
+
+def _has_body(request: HttpRequest) -> bool:
+    # RequestLimitsMiddleware has refused a Content-Length that is not a number.
+    return int(request.META.get("CONTENT_LENGTH") or 0) > 0
