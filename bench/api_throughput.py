@@ -87,6 +87,10 @@ class Measure:
     p50_ms: float = 0.0
     p99_ms: float = 0.0
     other_cores: float = 0.0
+    # CPU milliseconds per answered request, of gunicorn (master and workers) and of
+    # PostgreSQL: where a request's cost lands when the cores, not the waits, set the pace.
+    gunicorn_ms: float = 0.0
+    postgres_ms: float = 0.0
 
     @property
     def rps(self) -> float:
@@ -228,6 +232,12 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--duration", type=float, default=8.0, help="measured seconds")
     parser.add_argument("--warmup", type=float, default=2.0, help="unmeasured seconds first")
+    parser.add_argument(
+        "--only",
+        choices=["get", "list", "upload", "complete"],
+        action="append",
+        help="measure only these endpoints (and both references); repeatable",
+    )
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is not installed: apt-get install wrk (Debian/Ubuntu)")
@@ -268,6 +278,10 @@ def main() -> int:
             Load(UPLOAD, "api", "/v1/files/upload", True, str(upload_lua)),
             Load(COMPLETE, "api", "/v1/files/<id>/complete", True, str(complete_lua)),
         ]
+        if args.only:
+            chosen = {"get": GET, "list": LIST, "upload": UPLOAD, "complete": COMPLETE}
+            wanted = {BARE, LEAN} | {chosen[name] for name in args.only}
+            loads = [load for load in loads if load.label in wanted]
         with (
             bench.gunicorn(url) as api,
             bench.gunicorn(
@@ -299,6 +313,11 @@ def main() -> int:
                     measure.other_cores = (
                         max(0.0, used.machine - used.gunicorn - used.postgres) / measure.seconds
                     )
+                    served = max(1, measure.requests - measure.errors)
+                    measure.gunicorn_ms = used.gunicorn * 1000 / served
+                    # A PostgreSQL process that exits between the samples takes its CPU time
+                    # with it: never below zero.
+                    measure.postgres_ms = max(0.0, used.postgres) * 1000 / served
                     this.measures[load.label] = measure
                 rounds.append(this)
             api_line, ref_line = api.describe(), ref.describe()
@@ -345,20 +364,26 @@ def report(
                 else "",
                 f"{statistics.median(m.p50_ms for m in measures):.1f}",
                 f"{statistics.median(m.p99_ms for m in measures):.1f}",
+                f"{statistics.median(m.gunicorn_ms for m in measures):.2f}",
+                f"{statistics.median(m.postgres_ms for m in measures):.2f}",
                 str(sum(m.errors + m.timeouts for m in measures)),
                 f"{max(m.other_cores for m in measures):.2f}",
             ]
         )
     headers = ["endpoint", "req/s", "share of bare", "share of lean", "p50 ms", "p99 ms"]
-    headers += ["errors", "other cores"]
+    headers += ["gunicorn CPU ms/req", "postgres CPU ms/req", "errors", "other cores"]
     print(bench.table(headers, rows))
     print(
         "\nShares divide by the reference measured in the same round. 'errors': non-2xx answers"
         " and timeouts (excluded from req/s). 'other cores': the most, over the rounds, that"
         " wrk and every other process of the machine used beside gunicorn and PostgreSQL."
+        " 'CPU ms/req': CPU time of gunicorn's processes and of PostgreSQL's, per answered"
+        " request (medians over the rounds)."
     )
     print("\nGoals (on the median share):")
     for label, reference, share in GOALS:
+        if label not in labels:
+            continue
         ratio = statistics.median(r.ratio(label, reference) for r in rounds)
         verdict = "PASS" if ratio >= share else "FAIL"
         name = "bare" if reference == BARE else "lean"
