@@ -16,7 +16,11 @@ from typing import Any, TypeVar
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models import Model
+from django.db.models.base import ModelState
 from django.db.models.expressions import Col
+from django.db.models.fields.related_descriptors import ForeignKeyDeferredAttribute
+from django.db.models.query_utils import DeferredAttribute
+from django.db.models.signals import post_init, pre_init
 from django.db.models.sql import InsertQuery
 
 M = TypeVar("M", bound=Model)
@@ -46,6 +50,25 @@ def _converters(model: type[Model], alias: str) -> tuple[tuple[int, list[Convert
     return tuple(found)
 
 
+@cache
+def _plain(model: type[Model]) -> bool:
+    """Whether ``from_db`` of ``model`` only sets each field's value on a fresh instance:
+    Django's own ``from_db``, no ``__init__`` of the model's own, and nothing listening to
+    ``pre_init`` or ``post_init`` for it (an ``ImageField``'s dimensions, say), and no field
+    whose attribute is a descriptor that does more than store the value (a ``FileField``)."""
+    return (
+        all(
+            field.descriptor_class  # type: ignore[attr-defined]  # not in django-stubs
+            in (DeferredAttribute, ForeignKeyDeferredAttribute)
+            for field in model._meta.concrete_fields
+        )
+        and model.from_db.__func__ is Model.from_db.__func__  # type: ignore[attr-defined]
+        and model.__init__ is Model.__init__
+        and not pre_init.has_listeners(model)
+        and not post_init.has_listeners(model)
+    )
+
+
 def instance(model: type[M], values: Sequence[Any]) -> M:
     """A model instance from one row of ``columns(model)``, converted as the ORM converts."""
     names, _ = columns(model)
@@ -56,7 +79,16 @@ def instance(model: type[M], values: Sequence[Any]) -> M:
         for convert in chain:
             value = convert(value, column, db)
         row[position] = value
-    return model.from_db(DEFAULT_DB_ALIAS, names, row)
+    if not _plain(model):
+        return model.from_db(DEFAULT_DB_ALIAS, names, row)
+    # What Model.__init__ leaves for a full row, set directly: __init__ spends ~30 us per
+    # instance on two signals with no receiver and a setattr through a descriptor per field,
+    # and a page of files is 20 instances. tests/ops/test_hot_paths.py compares the two.
+    new: M = model.__new__(model)
+    state = new._state = ModelState()
+    state.adding, state.db = False, DEFAULT_DB_ALIAS
+    new.__dict__.update(zip(names, row, strict=True))
+    return new
 
 
 def prepared_cursor() -> Any:

@@ -12,14 +12,17 @@ import psycopg
 import pytest
 from django.contrib.auth.models import User
 from django.db import IntegrityError, connection, transaction
+from django.db.models.signals import post_init
 from django.test import Client, override_settings
 from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
+from accounts.models import ApiKey, Organization, Project
 from accounts.services import api_key_revoke, project_create
 from accounts.tenancy import Tenant
 from files.models import File, StoredObject
 from files.services.upload import file_upload_start
+from storage_service.fastfetch import _plain, columns, fetch_row, instance
 from storage_service.ids import new_id
 from storage_service.serializers import CleanedField
 from tests.factories import Actor
@@ -231,3 +234,59 @@ def test_hot_statements_are_prepared_once_per_connection(owner: Actor) -> None:
         prepared = [row[0] for row in cursor.fetchall()]
     joined = [statement for statement in prepared if "LEFT JOIN files_file" in statement]
     assert len(joined) == 1, prepared  # the key-and-file read, prepared once, reused
+
+
+def _fields(obj: Any) -> list[tuple[str, Any]]:
+    """An instance's attributes in order, but its state (compared apart)."""
+    return [(name, value) for name, value in vars(obj).items() if name != "_state"]
+
+
+def _read_fast(model: Any, pk: Any) -> Any:
+    _, cols = columns(model)
+    row = fetch_row(f"SELECT {cols} FROM {model._meta.db_table} WHERE id = %s", [pk])
+    assert row is not None
+    return instance(model, row)
+
+
+def test_fast_instances_are_what_the_orm_makes(owner: Actor) -> None:
+    """instance() sets a full row's values directly where Model.__init__ would only set them
+    (issue 14): the same attributes, values, order and state as the ORM's own instance, and
+    it saves like one."""
+    file_id = start_upload(owner, metadata={"a": [1, 2.5, None], "é": "\u2028"})["file"]["id"]
+    project = owner.project
+    rows: list[tuple[Any, Any]] = [
+        (File, file_id),
+        (ApiKey, owner.key.api_key.pk),
+        (Project, project.pk),
+        (Organization, project.organization_id),
+    ]
+    for model, pk in rows:
+        fast, orm = _read_fast(model, pk), model.objects.get(pk=pk)
+        assert type(fast) is model
+        assert _fields(fast) == _fields(orm), model
+        assert (fast._state.adding, fast._state.db) == (False, "default")
+        assert (orm._state.adding, orm._state.db) == (False, "default")
+    fast = _read_fast(File, file_id)
+    assert fast.project == project  # the foreign key resolves as on any instance
+    fast.filename = "renamed.txt"
+    fast.save(update_fields=["filename", "updated_at"])
+    assert File.objects.get(pk=file_id).filename == "renamed.txt"
+
+
+def test_a_model_with_init_listeners_is_made_by_from_db(owner: Actor) -> None:
+    """A model something listens to (post_init) is made by Model.from_db, so the listener
+    still runs for every instance."""
+    file_id = start_upload(owner)["file"]["id"]
+    seen: list[str] = []
+
+    def listen(sender: type[File], instance: File, **_: Any) -> None:
+        seen.append(instance.id)
+
+    post_init.connect(listen, sender=File)
+    _plain.cache_clear()
+    try:
+        read = _read_fast(File, file_id)
+    finally:
+        post_init.disconnect(listen, sender=File)
+        _plain.cache_clear()
+    assert seen == [file_id] and read.id == file_id
