@@ -23,7 +23,7 @@ same exception handler as DRF's views use (storage_service.errors.exception_hand
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,19 +42,38 @@ _PLAIN_ACCEPT = frozenset({"", "*/*", "application/*", "application/json"})
 
 @dataclass
 class Answer:
-    """What a lane's ``serve`` answers: the shape's data, a status and extra headers."""
+    """What a lane's ``serve`` answers: the shape's data, a status and extra headers; or,
+    instead of ``data``, the ``body`` it has rendered itself (see ``spliced``)."""
 
     data: Any
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
+    body: bytes | None = None
+
+
+def spliced(envelope: Mapping[str, Any], texts: list[str]) -> bytes:
+    """The JSON of ``envelope`` whose ``data`` holds ``texts`` (each an item's JSON, written
+    elsewhere, e.g. by the database), as the renderer would write it: ``envelope`` is
+    rendered with ``data`` as that many nulls, which the texts then take the place of."""
+    assert next(iter(envelope)) == "data", "data must come first"
+    rendered = _RENDERER.render({**envelope, "data": [None] * len(texts)})
+    nulls = b'{"data":[' + b",".join(b"null" for _ in texts) + b"]"
+    if not rendered.startswith(nulls):
+        raise ValueError(f"unexpected rendering {rendered[:100]!r}")
+    # What JSONRenderer does to its whole output (JSON that is also valid JavaScript).
+    items = ",".join(texts).replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    return b'{"data":[' + items.encode() + b"]" + rendered[len(nulls) :]
 
 
 Serve = Callable[..., Answer | None]
 
 
-def render(data: Any, status: int, allow: str) -> HttpResponse:
-    """The bytes and headers a DRF view of this service answers ``data`` with."""
-    response = HttpResponse(_RENDERER.render(data), status=status, content_type=_MEDIA_TYPE)
+def render(data: Any, status: int, allow: str, body: bytes | None = None) -> HttpResponse:
+    """The bytes and headers a DRF view of this service answers ``data`` with (or ``body``,
+    already rendered)."""
+    if body is None:
+        body = _RENDERER.render(data)
+    response = HttpResponse(body, status=status, content_type=_MEDIA_TYPE)
     response["Allow"] = allow  # DRF's default_response_headers (one renderer: no Vary)
     return response
 
@@ -91,7 +110,7 @@ def fast_lane(fallback: Callable[..., HttpResponse], method: str, serve: Serve) 
             return _error(exc, request, view_class, allow)
         if answer is None:
             return fallback(request, **kwargs)
-        response = render(answer.data, answer.status, allow)
+        response = render(answer.data, answer.status, allow, answer.body)
         for name, value in answer.headers.items():
             response[name] = value
         return response

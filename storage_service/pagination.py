@@ -106,12 +106,13 @@ class Keyset:
             params=[value, row_id],
         )
 
-    def page(self, rows: list[T], limit: int) -> Page[T]:
-        """A page from up to ``limit + 1`` rows in this order (the extra row means more)."""
+    def page(self, rows: list[Item], limit: int) -> Page[Item]:
+        """A page from up to ``limit + 1`` rows in this order (the extra row means more): model
+        instances, or anything with their ``pk`` and sort attribute."""
         has_more = len(rows) > limit
         items = rows[:limit]
         next_cursor = None
         if has_more and items:
-            last = items[-1]
+            last: Any = items[-1]
             next_cursor = encode_cursor(self.scope, getattr(last, self.field), str(last.pk))
         return Page(items=items, has_more=has_more, next_cursor=next_cursor)
