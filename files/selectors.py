@@ -172,44 +172,6 @@ def file_list(*, tenant: Tenant, filters: dict[str, str], options: FileListOptio
     return keyset.page(files, options.limit)
 
 
-@dataclass(frozen=True)
-class KeyAndPage:
-    api_key: ApiKey | None  # None: unknown, revoked or malformed key
-    page: Page[File] | None  # None with no key
-
-
-def file_list_with_key(
-    *, raw_key: str, filters: dict[str, str], options: FileListOptions
-) -> KeyAndPage | None:
-    """The key (as api_key_resolve finds it) and a page of its tenant's files (as file_list
-    finds it), in ONE round trip: the list's two lookups (issue 14).
-
-    None for what this one statement does not serve (a search, which takes two steps): the
-    caller lists as usual. A refusal of the query (a bad filter or cursor) is raised before
-    anything is read; file_list raises the same ones, but after the key is checked and the
-    request counted, so a caller that gets one lets the usual path answer (401, 429 or the
-    400, in that order)."""
-    wanted = ListFilters.of(filters)
-    if wanted.search:
-        return None
-    digest = key_hash_of(raw_key)
-    if digest is None:
-        return KeyAndPage(None, None)
-    rows = _page_rows(wanted, options, {"key_hash": digest})
-    if not rows:
-        return KeyAndPage(None, None)
-    api_key = api_key_from_row(rows[0])
-    width = key_query().width
-    files = []
-    for row in rows:
-        if row[width] is None:  # the LEFT JOIN found no file: an empty page
-            break
-        file = instance(File, row[width:])
-        file.project = api_key.project
-        files.append(file)
-    return KeyAndPage(api_key, _keyset(options).page(files, options.limit))
-
-
 class RenderedFile:
     """A file of a page as PostgreSQL wrote it (files/rendering.py): its JSON text, and its
     id and sort value (under the File attribute's name) for the page's cursor."""
@@ -231,15 +193,22 @@ class KeyAndRenderedPage:
 def file_list_rendered_with_key(
     *, raw_key: str, filters: dict[str, str], options: FileListOptions
 ) -> KeyAndRenderedPage | None:
-    """As file_list_with_key, with each file as the JSON text ``file_json`` renders to,
-    written by the query (files/rendering.py): the list's fast lane."""
+    """The key (as api_key_resolve finds it) and a page of its tenant's files (as file_list
+    finds it), in ONE round trip, each file as the JSON text ``file_json`` renders to,
+    written by the query (files/rendering.py): the list's fast lane (issue 14).
+
+    None for what this one statement does not serve (a search, which takes two steps): the
+    caller lists as usual. A refusal of the query (a bad filter or cursor) is raised before
+    anything is read; file_list raises the same ones, but after the key is checked and the
+    request counted, so a caller that gets one lets the usual path answer (401, 429 or the
+    400, in that order)."""
     wanted = ListFilters.of(filters)
     if wanted.search:
         return None
     digest = key_hash_of(raw_key)
     if digest is None:
         return KeyAndRenderedPage(None, None)
-    rows = _page_rows(wanted, options, {"key_hash": digest}, rendered=True)
+    rows = _page_rows(wanted, options, {"key_hash": digest})
     if not rows:
         return KeyAndRenderedPage(None, None)
     api_key = api_key_from_row(rows[0])
@@ -326,14 +295,12 @@ def _filtered(queryset: FileQuerySet, wanted: ListFilters) -> FileQuerySet:
 
 
 @lru_cache(maxsize=1024)
-def _page_sql(
-    shape: _Shape, *, keyed: bool, rendered: bool = False
-) -> tuple[str, tuple[_Param | _Constant, ...]]:
+def _page_sql(shape: _Shape, *, keyed: bool) -> tuple[str, tuple[_Param | _Constant, ...]]:
     """The SQL of one page of this shape, compiled once by the ORM, and the names of its
     parameters in order. ``keyed``: the key lookup's SQL with the page LEFT JOIN LATERAL'd
     to it, scoped to the key's tenant (project and environment), as file_get_with_key does
-    for a single file. ``rendered`` (keyed only): each file as its id, its sort value and
-    its JSON text in three parts (files/rendering.py) instead of its columns."""
+    for a single file, and each file as its id, its sort value and its JSON text in three
+    parts (files/rendering.py) instead of its columns."""
     if keyed:
         tenant: dict[str, Any] = {
             "project_id": RawSQL('"accounts_apikey"."project_id"', ()),
@@ -355,10 +322,8 @@ def _page_sql(
     if not keyed:
         return page_sql, names
     key = key_query()
-    selected = "page.*"
-    if rendered:
-        head, tail = file_json_sql("page")
-        selected = f"page.id, page.{keyset.column}, {head}, page.metadata::text, {tail}"
+    head, tail = file_json_sql("page")
+    selected = f"page.id, page.{keyset.column}, {head}, page.metadata::text, {tail}"
     sql = (
         f"SELECT {key.select}, {selected} FROM {key.joins}"
         f" LEFT JOIN LATERAL ({page_sql}) AS page ON TRUE WHERE {key.where}"
@@ -377,10 +342,10 @@ def _shape_filters(shape: _Shape) -> ListFilters:
 
 
 def _page_rows(
-    wanted: ListFilters, options: FileListOptions, scope: dict[str, Any], *, rendered: bool = False
+    wanted: ListFilters, options: FileListOptions, scope: dict[str, Any]
 ) -> list[tuple[Any, ...]]:
     """The rows of one page of this shape. ``scope``: the tenant's ``project`` and ``mode``,
-    or the ``key_hash`` whose tenant the keyed SQL joins (file_list_with_key)."""
+    or the ``key_hash`` whose tenant the keyed SQL joins (file_list_rendered_with_key)."""
     values: dict[str, Any] = {
         "status": wanted.status,
         "path": wanted.path,
@@ -390,7 +355,7 @@ def _page_rows(
     if options.cursor:
         scope_name = _keyset(options).scope
         values["after_value"], values["after_id"] = decode_cursor(options.cursor, scope_name)
-    sql, names = _page_sql(_shape(wanted, options), keyed="key_hash" in scope, rendered=rendered)
+    sql, names = _page_sql(_shape(wanted, options), keyed="key_hash" in scope)
     return fetch_all(sql, _parameters(names, values))
 
 

@@ -92,7 +92,7 @@ def test_an_unexpected_failure_is_a_json_500_without_traceback(
 
     # Both ways a list is read: the fast lane's (files/fastviews.py) and the DRF view's.
     monkeypatch.setattr("files.selectors.file_list", explode)
-    monkeypatch.setattr("files.selectors.file_list_with_key", explode)
+    monkeypatch.setattr("files.selectors.file_list_rendered_with_key", explode)
     response = owner.get("/v1/files")
 
     assert response.status_code == 500
