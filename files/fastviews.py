@@ -53,13 +53,8 @@ def list_files(request: HttpRequest) -> Answer | None:
         query = validated(FileListQuery, params.dict())
         found = selectors.file_list_rendered_with_key(
             raw_key=token,
-            filters={name: params[name] for name in selectors.FILTERS if name in params},
-            options=selectors.FileListOptions(
-                limit=query["limit"],
-                cursor=query.get("cursor"),
-                sort_by=query["sortBy"],
-                order=query["order"],
-            ),
+            filters=selectors.filters_of(params),
+            options=selectors.FileListOptions.of(query),
         )
     except ApiError:
         return None  # a refused query: 400, but only after the key and the count

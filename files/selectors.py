@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any
@@ -37,6 +38,21 @@ class FileListOptions:
     cursor: str | None = None
     sort_by: str = "createdAt"
     order: str = "desc"
+
+    @classmethod
+    def of(cls, query: Mapping[str, Any]) -> FileListOptions:
+        """The options of a list query validated by files.serializers.FileListQuery."""
+        return cls(
+            limit=query["limit"],
+            cursor=query.get("cursor"),
+            sort_by=query["sortBy"],
+            order=query["order"],
+        )
+
+
+def filters_of(params: Mapping[str, str]) -> dict[str, str]:
+    """The filter parameters (FILTERS) a list's query string gives, for ListFilters."""
+    return {name: params[name] for name in FILTERS if name in params}
 
 
 # The visible files of a tenant (project and mode): the scope of every single-file read

@@ -128,13 +128,8 @@ class FileViewSet(viewsets.ViewSet):
         params = request.query_params
         page = selectors.file_list(
             tenant=tenant_of(request),
-            filters={name: params[name] for name in selectors.FILTERS if name in params},
-            options=selectors.FileListOptions(
-                limit=query["limit"],
-                cursor=query.get("cursor"),
-                sort_by=query["sortBy"],
-                order=query["order"],
-            ),
+            filters=selectors.filters_of(params),
+            options=selectors.FileListOptions.of(query),
         )
         answer: Paged[FileJson] = paged(page, file_json)
         return Response(answer)
