@@ -290,3 +290,48 @@ def test_a_model_with_init_listeners_is_made_by_from_db(owner: Actor) -> None:
         post_init.disconnect(listen, sender=File)
         _plain.cache_clear()
     assert seen == [file_id] and read.id == file_id
+
+
+def test_the_lists_statement_is_planned_once_not_per_request(owner: Actor) -> None:
+    """The list's keyed statement leaves out deleted files with a literal, not a parameter:
+    with a parameter, PostgreSQL cannot use the partial indexes (``WHERE NOT status =
+    'deleted'``) in a generic plan, and so planned the page again on every request."""
+    for number in range(30):
+        start_upload(owner, filename=f"f{number}.txt", path="docs")
+    # Enough other files that reading the table without those indexes costs the planner more
+    # than planning each time (PostgreSQL compares the two), as on any real project.
+    stored = StoredObject.objects.create(
+        storage_key=f"{owner.project.id}/shared",
+        project=owner.project,
+        mode=owner.tenant.mode,
+        declared_type="text/plain",
+        declared_size=1,
+    )
+    File.objects.bulk_create(
+        File(
+            id=new_id("file"),
+            current_object=stored,
+            project=owner.project,
+            mode=owner.tenant.mode,
+            filename=f"other-{number}.txt",
+            path=f"other/{number % 50}",
+            content_type="text/plain",
+            size=1,
+            status=File.Status.UPLOADED if number % 2 else File.Status.DELETED,
+        )
+        for number in range(5000)
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE files_file")
+    for _ in range(8):  # PostgreSQL weighs a generic plan after five custom ones
+        listed = owner.get("/v1/files?path=docs&limit=20")
+        assert listed.status_code == 200 and len(listed.json()["data"]) == 20
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT generic_plans, custom_plans FROM pg_prepared_statements"
+            " WHERE statement LIKE '%LEFT JOIN LATERAL%'"
+        )
+        plans = cursor.fetchall()
+    assert len(plans) == 1, plans
+    generic, custom = plans[0]
+    assert generic >= 3 and custom <= 5, plans
