@@ -187,3 +187,58 @@ def test_the_single_file_read_counts_every_request(
     assert "data" not in limited.json()
     reads = [k for k in limiter_redis.counters(owner) if b":r:" in k]
     assert [int(limiter_redis.client.get(k) or 0) for k in reads] == [5]
+
+
+@override_settings(SERVICE_RATE_LIMIT_READS_PER_MINUTE=300)
+def test_a_process_counts_leases_and_serves_exactly_the_budget(
+    limiter_redis: RedisServer, owner: Actor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One process serving a key's every request: leases spare most round trips to Redis,
+    and the budget is met exactly, neither a request more nor one less."""
+    round_trips = 0
+    execute = redis.client.Pipeline.execute
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        nonlocal round_trips
+        round_trips += 1
+        return execute(self, *args, **kwargs)
+
+    monkeypatch.setattr(redis.client.Pipeline, "execute", counted)
+    statuses = [owner.get("/v1/me").status_code for _ in range(302)]
+    assert statuses == [200] * 300 + [429] * 2
+    reads = [k for k in limiter_redis.counters(owner) if b":r:" in k]
+    assert [int(limiter_redis.client.get(k) or 0) for k in reads] == [302]
+    # One to learn the count, leases of ten, shrinking to one for the last 31 (about 85).
+    assert round_trips < 302 / 3, round_trips
+
+
+@pytest.mark.django_db(transaction=True)
+def test_leases_never_let_a_budget_be_exceeded_across_processes(
+    limiter_redis: RedisServer, serve: Callable[..., Any]
+) -> None:
+    """Two processes, each leasing counts: never more than the budget is served, and at most
+    (MAX_LEASE - 1) requests per other process are refused early (the bound the module
+    states)."""
+    actor = make_actor("leased")
+    headers = {"Authorization": f"Bearer {actor.key.raw_key}"}
+    budget = 400
+    env = {"SERVICE_RATE_LIMIT_READS_PER_MINUTE": str(budget), "REDIS_URL": limiter_redis.url}
+    with serve(workers=2, **env) as base:
+        statuses = []
+        for _ in range(budget + 20):
+            statuses.append(requests.get(f"{base}/v1/me", headers=headers, timeout=10).status_code)
+    served = statuses.count(200)
+    assert budget - (throttling.MAX_LEASE - 1) * (2 - 1) <= served <= budget, served
+    assert statuses.count(429) == len(statuses) - served
+    reads = [k for k in limiter_redis.client.scan_iter(f"*:rl:{actor.key.api_key.pk}:r:*")]
+    assert sum(int(limiter_redis.client.get(k) or 0) for k in reads) >= len(statuses)
+
+
+@pytest.mark.parametrize(
+    ("limit", "seen", "size"),
+    [(1000, None, 1), (1000, 0, 10), (1000, 900, 6), (1000, 990, 1), (1000, 1200, 1), (16, 0, 1)],
+)
+def test_a_lease_is_a_sixteenth_of_what_is_left_at_most_ten(
+    limit: int, seen: int | None, size: int
+) -> None:
+    assert throttling.lease_size(limit, seen) == size
