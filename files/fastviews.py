@@ -50,7 +50,7 @@ def list_files(request: HttpRequest) -> Answer | None:
     if token is None:
         return None
     try:
-        query = validated(FileListQuery, params.dict())
+        query = validated(FileListQuery, params.dict(), query=True)
         found = selectors.file_list_rendered_with_key(
             raw_key=token,
             filters=selectors.filters_of(params),

@@ -21,6 +21,7 @@ from accounts.models import ApiKey, Organization, Project
 from accounts.services import api_key_revoke, project_create
 from accounts.tenancy import Tenant
 from files.models import File, StoredObject
+from files.serializers import FileListQuery
 from files.services.upload import file_upload_start
 from storage_service.fastfetch import _plain, columns, fetch_row, instance
 from storage_service.ids import new_id
@@ -335,3 +336,31 @@ def test_the_lists_statement_is_planned_once_not_per_request(owner: Actor) -> No
     assert len(plans) == 1, plans
     generic, custom = plans[0]
     assert generic >= 3 and custom <= 5, plans
+
+
+def test_a_repeated_list_query_is_validated_once_and_refusals_every_time(
+    owner: Actor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The list's query validation is kept for the very same parameters (it depends on
+    nothing else); a refused query is refused again, with the same details."""
+    query = {"limit": "7", "sortBy": "filename", "order": "asc", "path": "kept/here"}
+    first = owner.get("/v1/files", query)
+    assert first.status_code == 200
+    runs: list[str] = []
+    original = FileListQuery.run_validation
+
+    def counting(self: FileListQuery, data: Any = None) -> Any:
+        runs.append("ran")
+        return original(self, data)
+
+    monkeypatch.setattr(FileListQuery, "run_validation", counting)
+    again = owner.get("/v1/files", query)
+    assert again.status_code == 200 and again.content == first.content
+    assert runs == []
+    other = owner.get("/v1/files", {**query, "limit": "8"})  # other parameters: validated
+    assert other.status_code == 200 and runs == ["ran"]
+    for _ in range(2):
+        refused = owner.get("/v1/files", {**query, "limit": "0"})
+        assert refused.status_code == 400 and error_code(refused) == "VALIDATION_ERROR"
+        assert refused.json()["error"]["details"] == {"limit": ["Must be from 1 to 100."]}
+    assert runs == ["ran"] * 3
