@@ -6,9 +6,11 @@ closed is not reused by the socket-level health check."""
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
+import psycopg.types.json
 import pytest
 from django.contrib.auth.models import User
 from django.db import IntegrityError, connection, transaction
@@ -364,3 +366,61 @@ def test_a_repeated_list_query_is_validated_once_and_refusals_every_time(
         assert refused.status_code == 400 and error_code(refused) == "VALIDATION_ERROR"
         assert refused.json()["error"]["details"] == {"limit": ["Must be from 1 to 100."]}
     assert runs == ["ran"] * 3
+
+
+def test_an_insert_compiled_once_sends_what_the_compiler_sends(
+    owner: Actor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """insert_sql keeps each shape's SQL and then prepares the values itself: the same SQL
+    and the same values as Django's insert compiler, for every field of the upload's rows."""
+    from django.utils import timezone
+
+    from storage_service import fastfetch
+
+    monkeypatch.setattr(timezone, "now", lambda: datetime(2026, 11, 23, 12, 0, 0, 123456, UTC))
+
+    def rows() -> tuple[StoredObject, File]:
+        stored = StoredObject(
+            project=owner.project,
+            mode="test",
+            storage_key="k/1",
+            declared_type="image/png",
+            declared_size=5,
+        )
+        file = File(
+            id="file_01jd0000000000000000000000",
+            project=owner.project,
+            mode="test",
+            filename="a \u2028 b.png",
+            path="x/y",
+            content_type="image/png",
+            size=5,
+            metadata={"n": 1.5, "s": "\u00e9", "l": [1, None]},
+            current_object_id=7,
+        )
+        return stored, file
+
+    sent = []
+    for cached in (False, True):
+        if not cached:
+            monkeypatch.setattr(fastfetch, "_INSERTS", {})
+        stored, file = rows()
+        sent.append(
+            (
+                fastfetch.insert_sql(stored, returning="id"),
+                fastfetch.insert_sql(file, expressions={"current_object_id": "(SELECT 1)"}),
+            )
+        )
+        assert not stored._state.adding and not file._state.adding
+    assert len(fastfetch._INSERTS) == 2
+
+    def comparable(value: Any) -> Any:
+        return (
+            ("jsonb", value.obj, value.dumps)
+            if isinstance(value, psycopg.types.json.Jsonb)
+            else value
+        )
+
+    for (compiled_sql, compiled), (cached_sql, cached) in zip(*sent, strict=True):
+        assert cached_sql == compiled_sql
+        assert [comparable(value) for value in cached] == [comparable(value) for value in compiled]

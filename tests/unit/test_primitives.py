@@ -14,7 +14,7 @@ from django.core.files.storage import InvalidStorageError, default_storage
 
 from storage_service import env
 from storage_service.errors import ValidationError
-from storage_service.ids import looks_like_id, new_id
+from storage_service.ids import _encode, first_id_at, looks_like_id, new_id
 from storage_service.pagination import decode_cursor, encode_cursor
 from storage_service.timefmt import iso
 
@@ -28,6 +28,19 @@ def test_ids_are_prefixed_unique_and_time_ordered() -> None:
     assert looks_like_id(earlier, "file")
     assert not looks_like_id(earlier, "upload")
     assert not looks_like_id("file_" + "I" * 26, "file")  # not Crockford
+
+
+@pytest.mark.parametrize("millis", [0, 1, 1_700_000_000_123, (1 << 48) - 1])
+def test_ids_spell_time_and_randomness_as_the_crockford_encoding(
+    millis: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """new_id spells its 128 bits ten at a time, through a table of pairs: the very
+    characters of the plain Crockford encoding, for every bit of time and of randomness."""
+    for random in [0, 1, (1 << 80) - 1, 0x5A5A5A5A5A5A5A5A5A5A, *(1 << n for n in range(80))]:
+        monkeypatch.setattr("secrets.randbits", lambda bits, random=random: random)
+        expected = _encode((millis & ((1 << 48) - 1)) << 80 | random, 26)
+        assert new_id("dl", now_ms=millis) == f"dl_{expected}"
+    assert first_id_at("dl", millis) == f"dl_{_encode(millis << 80, 26)}"
 
 
 def test_timestamps_are_utc_with_milliseconds() -> None:
