@@ -11,11 +11,14 @@ order.
 from __future__ import annotations
 
 import io
+from typing import Any
 
 from django.http import HttpRequest
+from rest_framework.exceptions import APIException, Throttled
 
 from accounts.auth import admit, well_formed_bearer
-from accounts.selectors import api_key_resolve
+from accounts.models import ApiKey
+from accounts.selectors import api_key_forget, api_key_known, api_key_resolve
 from accounts.tenancy import Tenant
 from files import selectors, services
 from files.serializers import FileListQuery, UploadRequest, file_json, file_with_upload_json
@@ -71,7 +74,11 @@ def _no_shape(item: selectors.RenderedFile) -> None:
 
 
 def upload(request: HttpRequest) -> Answer | None:
-    """``POST /v1/files/upload`` without an Idempotency-Key, with a JSON body."""
+    """``POST /v1/files/upload`` without an Idempotency-Key, with a JSON body.
+
+    A key this process has resolved before is not looked up again: the upload's one
+    statement checks that it is still active (a revoked key writes nothing, and the DRF view
+    then answers its 401), so the whole request is one round trip to PostgreSQL."""
     if (
         "HTTP_IDEMPOTENCY_KEY" in request.META
         or request.content_type != "application/json"
@@ -79,21 +86,58 @@ def upload(request: HttpRequest) -> Answer | None:
     ):
         return None
     token = well_formed_bearer(request)
-    api_key = None if token is None else api_key_resolve(raw_key=token)
+    if token is None:
+        return None
+    known = api_key_known(raw_key=token)
+    if known is None:
+        return _upload_resolved(request, token)
+    digest, api_key = known
+    try:
+        # Before the count: a refused body is the DRF view's to answer, after its own
+        # checks of the key and the budget (401, 429, then 400).
+        body = validated(UploadRequest, _PARSER.parse(io.BytesIO(request.body)))
+    except (ApiError, APIException):  # DRF's ValidationError and ParseError among them
+        return None
+    try:
+        admit(request, api_key)
+    except Throttled:
+        if api_key_resolve(raw_key=token) is None:
+            return None  # revoked meanwhile: the DRF view's 401, not a 429
+        raise
+    try:
+        started = _start(api_key, body, active_key_hash=digest)
+    except services.KeyNotActive:
+        # Revoked since this process last resolved it: nothing was written; the DRF view
+        # answers 401 (this request was counted against the revoked key's budget).
+        api_key_forget(digest)
+        return None
+    return Answer(file_with_upload_json(started.file, started.upload), status=201)
+
+
+def _upload_resolved(request: HttpRequest, token: str) -> Answer | None:
+    """Upload start with its key looked up first (the first request of a key in a process)."""
+    api_key = api_key_resolve(raw_key=token)
     if api_key is None:
         return None
     admit(request, api_key)
     # From here on, as the DRF view: the body's refusals are answered (400).
     body = validated(UploadRequest, _PARSER.parse(io.BytesIO(request.body)))
-    started = services.file_upload_start(
+    started = _start(api_key, body, active_key_hash=None)
+    return Answer(file_with_upload_json(started.file, started.upload), status=201)
+
+
+def _start(
+    api_key: ApiKey, body: dict[str, Any], *, active_key_hash: str | None
+) -> services.StartedUpload:
+    return services.file_upload_start(
         tenant=Tenant(project=api_key.project, mode=api_key.environment),
         filename=body["filename"],
         content_type=body["contentType"],
         size=body["size"],
         path=body.get("path"),
         metadata=body.get("metadata"),
+        active_key_hash=active_key_hash,
     )
-    return Answer(file_with_upload_json(started.file, started.upload), status=201)
 
 
 def _has_body(request: HttpRequest) -> bool:

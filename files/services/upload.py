@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from datetime import datetime
 from typing import Any
 
-from django.db import transaction
+import psycopg
+from django.db import IntegrityError, connection, transaction
 
+from accounts.selectors import key_active_sql
 from accounts.tenancy import Tenant
 from files import hooks
 from files.events import record_file_event, record_file_event_with_change
@@ -46,8 +49,12 @@ def file_upload_start(
     metadata: dict[str, Any] | None = None,
     idempotency_key: str | None = None,
     request_hash: str = "",
+    active_key_hash: str | None = None,
 ) -> StartedUpload:
     """Create a pending file and presign the PUT of its bytes.
+
+    ``active_key_hash`` (without an Idempotency-Key only): write nothing, and raise
+    KeyNotActive, unless the key with this hash is still active when the write runs.
 
     1. Refuse sizes above the single-PUT limit (413; larger files use multipart).
     2. With an Idempotency-Key: serialize requests with that key (advisory lock), and replay
@@ -64,6 +71,7 @@ def file_upload_start(
             size=size,
             path=path,
             metadata=metadata,
+            active_key_hash=active_key_hash,
         )
     with transaction.atomic():
         replay = _idempotent_replay(tenant, idempotency_key, request_hash)
@@ -97,6 +105,11 @@ def file_upload_start(
     return StartedUpload(file=file, upload=upload)
 
 
+class KeyNotActive(Exception):
+    """The key an upload start was made for was revoked before its statement ran: nothing
+    was written."""
+
+
 def _upload_start_one_statement(
     *,
     tenant: Tenant,
@@ -105,12 +118,18 @@ def _upload_start_one_statement(
     size: int,
     path: str | None,
     metadata: dict[str, Any] | None,
+    active_key_hash: str | None = None,
 ) -> StartedUpload:
     """The commonest upload start (no Idempotency-Key) in ONE statement (issue 14): the
     stored object's and the file's INSERTs (as the ORM's ``create`` would send them) as CTEs
     of the ``file.created`` event's statement. A single statement commits or fails as a
     whole, so the change and its event still commit together, with neither BEGIN nor COMMIT:
-    one round trip instead of five."""
+    one round trip instead of five.
+
+    ``active_key_hash``: the statement also checks that this key is still active (the stored
+    object takes its project from the key's row, NULL once revoked, which its NOT NULL
+    refuses), so a caller that knows the key from an earlier request needs no lookup of its
+    own; KeyNotActive when it was revoked."""
     stored = new_object(tenant, content_type=content_type, size=size, save=False)
     file = File(
         **tenant.owner(),
@@ -121,21 +140,43 @@ def _upload_start_one_statement(
         metadata=metadata,
         current_object=stored,
     )
-    stored_sql, stored_params = insert_sql(stored, returning="id")
+    active, active_params, checked = "", [], {}
+    if active_key_hash is not None:
+        active, active_params = (
+            f"active AS (SELECT {key_active_sql()} AS project_id), ",
+            [active_key_hash],
+        )
+        checked = {"project_id": "(SELECT project_id FROM active)"}
+    stored_sql, stored_params = insert_sql(stored, expressions=checked, returning="id")
     file_sql, file_params = insert_sql(
         file, expressions={"current_object_id": "(SELECT id FROM stored)"}
     )
-    _, (stored.id,) = record_file_event_with_change(
-        Event.Type.FILE_CREATED,
-        file,
-        ChangeSql(
-            ctes=f"stored AS ({stored_sql}), file AS ({file_sql}), ",
-            params=[*stored_params, *file_params],
-            returning=("(SELECT id FROM stored)",),
-        ),
+    change = ChangeSql(
+        ctes=f"{active}stored AS ({stored_sql}), file AS ({file_sql}), ",
+        params=[*active_params, *stored_params, *file_params],
+        returning=("(SELECT id FROM stored)",),
     )
+    # Inside a transaction (a caller's, or a test's) a refused statement would abort it: a
+    # savepoint keeps it usable. Outside one, the statement is its own transaction.
+    guard = transaction.atomic() if checked and connection.in_atomic_block else nullcontext()
+    try:
+        with guard:
+            _, (stored.id,) = record_file_event_with_change(Event.Type.FILE_CREATED, file, change)
+    except IntegrityError as exc:
+        if checked and _refused_project(exc.__cause__):
+            raise KeyNotActive from exc
+        raise
     file.current_object = stored  # now with its id
     return StartedUpload(file=file, upload=presign_upload(stored))
+
+
+def _refused_project(error: BaseException | None) -> bool:
+    """The stored object's project refused as NULL: the ``active`` key was not."""
+    return (
+        isinstance(error, psycopg.errors.NotNullViolation)
+        and error.diag.table_name == "files_storedobject"
+        and error.diag.column_name == "project_id"
+    )
 
 
 def _idempotent_replay(tenant: Tenant, key: str, request_hash: str) -> StartedUpload | None:

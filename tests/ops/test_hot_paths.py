@@ -424,3 +424,67 @@ def test_an_insert_compiled_once_sends_what_the_compiler_sends(
     for (compiled_sql, compiled), (cached_sql, cached) in zip(*sent, strict=True):
         assert cached_sql == compiled_sql
         assert [comparable(value) for value in cached] == [comparable(value) for value in compiled]
+
+
+UPLOAD = {"filename": "a.png", "contentType": "image/png", "size": 5}
+
+
+def _revoke_elsewhere(actor: Actor) -> None:
+    """Revoke as another process would: in the database only, nothing of this process told."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE accounts_apikey SET revoked_at = now() WHERE id = %s", [actor.key.api_key.pk]
+        )
+
+
+def _unknown_key_answer(response: Any) -> None:
+    assert response.status_code == 401 and error_code(response) == "UNAUTHENTICATED"
+    assert response["WWW-Authenticate"] == "Bearer"
+    assert response.json()["error"]["message"] == "The API key is unknown or has been revoked."
+
+
+def test_an_upload_with_a_key_this_process_knows_is_one_statement(owner: Actor) -> None:
+    assert owner.post("/v1/files/upload", UPLOAD).status_code == 201  # the key, now known
+    with CaptureQueriesContext(connection) as queries:
+        started = owner.post("/v1/files/upload", UPLOAD)
+    assert started.status_code == 201
+    # One statement: no lookup of the key before it (in a test's transaction, the savepoint
+    # that keeps the transaction usable if the key was revoked comes around it).
+    statements = [q["sql"] or "" for q in queries.captured_queries]
+    assert len([sql for sql in statements if "SAVEPOINT" not in sql]) == 1, statements
+    assert File.objects.filter(id=started.json()["file"]["id"]).exists()
+
+
+@pytest.mark.parametrize("transactional", [False, True])
+def test_a_key_revoked_elsewhere_uploads_nothing_at_once(
+    request: pytest.FixtureRequest, transactional: bool
+) -> None:
+    """The known key is not looked up again, but its upload checks it in the same statement:
+    revoked by another process, the very next upload writes nothing and answers the usual
+    401, and the process forgets the key."""
+    if transactional:
+        request.getfixturevalue("transactional_db")
+    from tests.factories import make_actor
+
+    actor = make_actor("revoked-elsewhere")
+    assert actor.post("/v1/files/upload", UPLOAD).status_code == 201
+    files, events = File.objects.count(), Event.objects.count()
+    _revoke_elsewhere(actor)
+    _unknown_key_answer(actor.post("/v1/files/upload", UPLOAD))
+    assert (File.objects.count(), Event.objects.count()) == (files, events)
+    assert StoredObject.objects.filter(project=actor.project).count() == files
+    # Forgotten: later requests take the usual path, with the same answer.
+    _unknown_key_answer(actor.post("/v1/files/upload", UPLOAD))
+    assert actor.get("/v1/me").status_code == 401
+
+
+@override_settings(SERVICE_RATE_LIMIT_WRITES_PER_MINUTE=1)
+def test_a_key_revoked_elsewhere_is_401_before_429_and_before_400(owner: Actor) -> None:
+    """As the DRF view orders its refusals: an unknown key first, then the budget, then the
+    body, though the lane knew the key."""
+    assert owner.post("/v1/files/upload", UPLOAD).status_code == 201  # spends the budget
+    limited = owner.post("/v1/files/upload", UPLOAD)
+    assert limited.status_code == 429
+    _revoke_elsewhere(owner)
+    _unknown_key_answer(owner.post("/v1/files/upload", UPLOAD))
+    _unknown_key_answer(owner.post("/v1/files/upload", {"filename": ""}))

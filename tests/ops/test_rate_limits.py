@@ -103,7 +103,7 @@ def test_writes_past_the_budget_answer_429_with_retry_after(
         # Refused bodies still count: the budget protects the service, not the outcome.
         assert owner.post("/v1/files/upload", {}).status_code == 400
     limited = owner.post("/v1/files/upload", {})
-    assert limited.status_code == 429
+    assert limited.status_code == 429, limited.json()
     assert error_code(limited) == "RATE_LIMITED"
     assert 1 <= int(limited["Retry-After"]) <= 60
     assert limited["X-Request-Id"]
