@@ -34,6 +34,30 @@ def new_id(prefix: str, *, now_ms: int | None = None) -> str:
     return prefix + "_" + "".join([_PAIRS[(value >> shift) & 1023] for shift in _PAIR_SHIFTS])
 
 
+def new_id_sql(prefix: str, random_hex: str, *, millis: str | None = None) -> str:
+    """SQL for an id made as new_id makes them, by the database (the deliveries of an event,
+    made only for the endpoints the statement finds). ``random_hex``: SQL for 32 random hex
+    digits, a random UUID's (``replace(gen_random_uuid()::text, '-', '')``: the server's
+    strong random source), of which the 80 bits that a version-4 UUID leaves random are taken
+    (hex digits 1-10 and 19-28); ``millis``: SQL for the time, the statement's clock by
+    default. The prefix must be a plain word (it is written into the SQL)."""
+    if not prefix.isalpha() or not prefix.islower():
+        raise ValueError(f"not a plain prefix: {prefix!r}")
+    millis = millis or "floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+    parts = [
+        (f"({millis})", 10),  # 48 bits of time and two zero bits above them: 10 characters
+        (f"('x' || substr({random_hex}, 1, 10))::bit(40)::bigint", 8),
+        (f"('x' || substr({random_hex}, 19, 10))::bit(40)::bigint", 8),
+    ]
+    alphabet = "ARRAY[" + ",".join(f"'{char}'" for char in _ALPHABET) + "]"
+    chars = [
+        f"({alphabet})[((({value}) >> {5 * (count - 1 - k)}) & 31) + 1]"
+        for value, count in parts
+        for k in range(count)
+    ]
+    return f"'{prefix}_' || " + " || ".join(chars)
+
+
 def first_id_at(prefix: str, millis: int) -> str:
     """The smallest id made at ``millis``: every id made before it sorts below it (the ids'
     text order is their time order), so an id range is a creation-time range."""

@@ -23,7 +23,7 @@ from storage_service.errors import (
     WebhookNotFound,
 )
 from storage_service.fastfetch import prepared_cursor
-from storage_service.ids import first_id_at, looks_like_id, new_id
+from storage_service.ids import first_id_at, looks_like_id, new_id, new_id_sql
 from webhooks import tasks
 from webhooks.models import Delivery, Endpoint, Event
 from webhooks.network import UrlRefused, validate_webhook_url
@@ -49,15 +49,23 @@ WITH {change}event AS (
 ), deliveries AS (
     INSERT INTO webhooks_delivery
         (id, endpoint_id, event_id, status, attempts, created_at, next_attempt_at)
-    SELECT (%s::text[])[row_number() OVER (ORDER BY e.id)], e.id, %s,
-           'PENDING', 0, %s, now()
-    FROM webhooks_endpoint AS e
-    WHERE e.project_id = %s AND e.mode = %s AND e.status = 'ACTIVE'
-      AND (e.events IS NULL OR %s = ANY(e.events))
+    SELECT {delivery_id}, e.id, %s, 'PENDING', 0, %s, now()
+    FROM (
+        -- A random UUID per endpoint found (a volatile output keeps this subquery apart):
+        -- each delivery's id is made here, only for the endpoints there are.
+        SELECT e.id, replace(gen_random_uuid()::text, '-', '') AS random_hex
+        FROM webhooks_endpoint AS e
+        WHERE e.project_id = %s AND e.mode = %s AND e.status = 'ACTIVE'
+          AND (e.events IS NULL OR %s = ANY(e.events))
+    ) AS e
     RETURNING id
 )
 SELECT ARRAY(SELECT id FROM deliveries){returning}
 """
+
+
+# Made as new_id("dl") makes them (tests/webhooks compare the two).
+_DELIVERY_ID_SQL = new_id_sql("dl", "e.random_hex")
 
 
 @dataclass(frozen=True)
@@ -121,6 +129,7 @@ def _record(
     event = Event(id=new_id("evt"), **tenant.owner(), type=type, data=payload, created_at=at or now)
     event._state.adding, event._state.db = False, connection.alias
     sql = _RECORD_SQL.format(
+        delivery_id=_DELIVERY_ID_SQL,
         change=change.ctes if change is not None else "",
         returning="".join(f", {expression}" for expression in change.returning)
         if change is not None
@@ -138,7 +147,6 @@ def _record(
                 type,
                 json.dumps(payload),
                 event.created_at,
-                [new_id("dl") for _ in range(MAX_ENDPOINTS_PER_PROJECT)],
                 event.id,
                 now,
                 project.id,
