@@ -122,6 +122,7 @@ def reset_clients() -> None:
     presign_client.cache_clear()
     probe_client.cache_clear()
     _object_url_prefix.cache_clear()
+    _object_url_parts.cache_clear()
 
 
 def bucket() -> str:
@@ -392,6 +393,14 @@ def _object_url_prefix() -> str:
     return base[: -len(probe)]
 
 
+@lru_cache(maxsize=1)
+def _object_url_parts() -> tuple[str, str, str]:
+    """The object URL prefix, its path and its Host header: the same for every key (a
+    quoted key holds no ``?`` or ``#``, so a URL's path is the prefix's path and the key)."""
+    prefix = _object_url_prefix()
+    return prefix, urlsplit(prefix).path, _host_header(prefix)
+
+
 def _host_header(url: str) -> str:
     # As botocore signs it: lowercase, no default port, no user info.
     parts = urlsplit(url)
@@ -408,6 +417,7 @@ def _hmac(key: bytes, message: str) -> bytes:
 
 
 @lru_cache(maxsize=8)
+@lru_cache(maxsize=16)
 def _signing_key(secret: str, datestamp: str, region: str) -> bytes:
     """SigV4's derived key: four HMACs, the same for every request of that day and region."""
     return _hmac(
@@ -478,7 +488,9 @@ def put_url(
     amz_date = signed_at.strftime(_SIGV4_TIMESTAMP)
     region = str(settings.AWS_S3_REGION_NAME)
     scope = f"{amz_date[:8]}/{region}/s3/aws4_request"
-    base = _object_url_prefix() + quote(key, safe="/~")
+    prefix, prefix_path, host = _object_url_parts()
+    quoted = quote(key, safe="/~")
+    base = prefix + quoted
     signed_headers = "content-length;content-type;host;if-none-match"
     auth_query = "&".join(
         [
@@ -492,8 +504,8 @@ def put_url(
     # botocore's canonical header value: trimmed, inner runs of spaces collapsed.
     canonical_type = " ".join(content_type.split())
     request = (
-        f"PUT\n{urlsplit(base).path}\n{auth_query}\n"
-        f"content-length:{size}\ncontent-type:{canonical_type}\nhost:{_host_header(base)}\n"
+        f"PUT\n{prefix_path}{quoted}\n{auth_query}\n"
+        f"content-length:{size}\ncontent-type:{canonical_type}\nhost:{host}\n"
         f"if-none-match:*\n\n{signed_headers}\nUNSIGNED-PAYLOAD"
     )
     to_sign = (
