@@ -49,13 +49,15 @@ def new_id_sql(prefix: str, random_hex: str, *, millis: str | None = None) -> st
         (f"('x' || substr({random_hex}, 1, 10))::bit(40)::bigint", 8),
         (f"('x' || substr({random_hex}, 19, 10))::bit(40)::bigint", 8),
     ]
-    alphabet = "ARRAY[" + ",".join(f"'{char}'" for char in _ALPHABET) + "]"
-    chars = [
-        f"({alphabet})[((({value}) >> {5 * (count - 1 - k)}) & 31) + 1]"
+    # Short on purpose: psycopg re-parses a statement longer than 4,096 characters on every
+    # execution (its cache's limit), and this goes into the statement of every change.
+    spelled = [
+        f"(SELECT string_agg(substr('{_ALPHABET}', ((v >> (5 * ({count - 1} - k))) & 31)::int"
+        f" + 1, 1), '' ORDER BY k) FROM (SELECT {value} AS v) AS p,"
+        f" generate_series(0, {count - 1}) AS k)"
         for value, count in parts
-        for k in range(count)
     ]
-    return f"'{prefix}_' || " + " || ".join(chars)
+    return f"'{prefix}_' || " + " || ".join(spelled)
 
 
 def first_id_at(prefix: str, millis: int) -> str:
