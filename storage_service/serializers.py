@@ -13,7 +13,9 @@ from types import MappingProxyType
 from typing import Any, ClassVar, TypeVar
 
 from rest_framework import serializers
+from rest_framework.exceptions import ErrorDetail
 from rest_framework.request import Request
+from rest_framework.settings import api_settings
 
 from storage_service.errors import ValidationError
 
@@ -221,7 +223,7 @@ def validated(
     parameters is reused: a client polling a folder sends the same list query again and
     again, and DRF's validation was a tenth of a list request's CPU (issue 14). Refusals are
     not kept: each is raised anew."""
-    if query and _SHARED_FIELDS.get(serializer_class) is not None:
+    if query and _SHARED.get(serializer_class) is not None:
         items = tuple(sorted(data.items()))
         if sum(len(key) + len(value) for key, value in items) <= _MEMO_MAX_CHARS:
             return dict(_validated_query(serializer_class, items))
@@ -229,12 +231,30 @@ def validated(
         raise ValidationError(
             "The request is invalid.", details={"body": ["Must be a JSON object."]}
         )
-    serializer = serializer_class(data=data)
-    shared = _shared_fields(serializer_class)
+    shared = _shared_serializer(serializer_class)
     if shared is not None:
-        serializer.__dict__["fields"] = shared  # DRF's cached_property, filled in advance
+        return _run(shared, data)
+    serializer = serializer_class(data=data)
     serializer.is_valid(raise_exception=True)
     return dict(serializer.validated_data)
+
+
+def _run(serializer: serializers.Serializer, data: Any) -> dict[str, Any]:
+    """What ``is_valid(raise_exception=True)`` and ``validated_data`` do, on a serializer
+    whose validation keeps no state (``_shared_serializer``): the same values, the same
+    refusal (with DRF's "No data provided" for a lone null error)."""
+    try:
+        return dict(serializer.run_validation(data))
+    except serializers.ValidationError as exc:
+        errors = exc.detail
+        if (
+            isinstance(errors, list)
+            and len(errors) == 1
+            and getattr(errors[0], "code", None) == "null"
+        ):
+            detail = ErrorDetail("No data provided", code="null")
+            errors = {api_settings.NON_FIELD_ERRORS_KEY: [detail]}
+        raise serializers.ValidationError(errors) from None
 
 
 # Longer queries (a cursor, a long path) are validated each time rather than kept.
@@ -249,19 +269,22 @@ def _validated_query(
 
 
 # Issue 14: DRF deep-copies a serializer's declared fields for every instance (about 200
-# copy.deepcopy calls for the list's query, a tenth of its CPU). A CleanedField keeps no
-# per-request state (its clean function and its settings only), so one bound set of them per
-# serializer class serves every request and thread (the fields are bound once, to a
-# serializer no request uses). A class with any other kind of field keeps DRF's copies.
-_SHARED_FIELDS: dict[type[serializers.Serializer], Any] = {}
+# copy.deepcopy calls for the list's query, a tenth of its CPU), and is_valid keeps its
+# results on the instance. A CleanedField keeps no per-request state (its clean function and
+# its settings only), and run_validation keeps none on the serializer (its whole-body rules
+# are class attributes), so one instance per serializer class validates every request, on
+# every thread. A class with any other kind of field gets a new instance each time.
+_SHARED: dict[type[serializers.Serializer], serializers.Serializer | None] = {}
 
 
-def _shared_fields(serializer_class: type[serializers.Serializer]) -> Any:
-    if serializer_class not in _SHARED_FIELDS:
-        fields = serializer_class().fields
-        stateless = all(type(field) is CleanedField for field in fields.values())
-        _SHARED_FIELDS[serializer_class] = fields if stateless else None
-    return _SHARED_FIELDS[serializer_class]
+def _shared_serializer(
+    serializer_class: type[serializers.Serializer],
+) -> serializers.Serializer | None:
+    if serializer_class not in _SHARED:
+        instance = serializer_class()
+        stateless = all(type(field) is CleanedField for field in instance.fields.values())
+        _SHARED[serializer_class] = instance if stateless else None
+    return _SHARED[serializer_class]
 
 
 def validated_query(

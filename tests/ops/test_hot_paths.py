@@ -5,6 +5,7 @@ closed is not reused by the socket-level health check."""
 
 from __future__ import annotations
 
+import json
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -515,3 +516,35 @@ def test_hot_statements_fit_psycopgs_cache_of_parsed_queries(
     for length, params in statements:
         assert length <= _queries.MAX_CACHED_STATEMENT_LENGTH, sent
         assert params <= _queries.MAX_CACHED_STATEMENT_PARAMS, sent
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"filename": "a.png", "contentType": "image/png", "size": 5},
+        {"filename": "a.png", "contentType": "image/png", "size": 5, "path": "x/y"},
+        {"filename": "", "contentType": "image/png", "size": -1, "metadata": [1]},
+        {"filename": "a.png", "contentType": "nope", "size": "5", "fileName": "typo"},
+        {},
+        [],
+        "text",
+        {"filename": None, "contentType": None, "size": None},
+    ],
+)
+def test_one_shared_validator_answers_as_a_serializer_per_request(body: Any) -> None:
+    """validated() runs one serializer instance per class for every request (issue 14): the
+    same values and the same refusals as DRF's is_valid on a new instance."""
+    from rest_framework import serializers
+
+    from files.serializers import UploadRequest
+    from storage_service.serializers import validated
+
+    fresh = UploadRequest(data=body)
+    valid = fresh.is_valid()
+    if valid:
+        assert validated(UploadRequest, body) == dict(fresh.validated_data)
+        return
+    with pytest.raises(serializers.ValidationError) as refused:
+        validated(UploadRequest, body)
+    assert refused.value.detail == fresh.errors
+    assert json.dumps(refused.value.detail) == json.dumps(fresh.errors)
