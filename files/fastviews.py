@@ -5,7 +5,9 @@ upload's writes) through the same selectors, services and shapes as files/views.
 
 Each ``serve`` declines (returns None) before counting the request whenever the DRF view
 would answer anything but success, so every refusal is the DRF view's own answer, in its own
-order.
+order. One exception, after counting: an upload whose key was revoked since this process last
+resolved it is found revoked by the upload's own statement, which then writes nothing; the
+request was counted against the revoked key's budget, which no one can spend any more.
 """
 
 from __future__ import annotations

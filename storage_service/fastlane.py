@@ -15,7 +15,8 @@ Anything the lane does not serve is handed, untouched, to the endpoint's DRF vie
 - whatever the lane's ``serve`` declines by returning None, which it must do before any side
   effect (before counting the request): no key or an unknown one, a resource that is not
   there, a body or query it does not take the short way. The DRF view then answers it in
-  full, in its own order (401, then 429, then 400 or 404).
+  full, in its own order (401, then 429, then 400 or 404). (The upload's lane may decline
+  after counting, when its statement finds the key revoked: files/fastviews.py.)
 
 Once ``serve`` has counted the request, an exception it raises is answered here through the
 same exception handler as DRF's views use (storage_service.errors.exception_handler).
