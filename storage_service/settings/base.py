@@ -67,7 +67,6 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.postgres",
     "rest_framework",
-    "django_filters",
     "drf_spectacular",
     # Swagger UI's files, served by the service itself (whitenoise): the docs need no CDN.
     "drf_spectacular_sidecar",
