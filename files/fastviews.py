@@ -23,7 +23,13 @@ from accounts.models import ApiKey
 from accounts.selectors import api_key_forget, api_key_known, api_key_resolve
 from accounts.tenancy import Tenant
 from files import selectors, services
-from files.serializers import FileListQuery, UploadRequest, file_json, file_with_upload_json
+from files.serializers import (
+    FileListQuery,
+    UploadRequest,
+    file_json,
+    file_with_upload_json,
+    upload_arguments,
+)
 from storage_service.errors import ApiError
 from storage_service.fastlane import Answer, spliced
 from storage_service.parsers import StrictJSONParser
@@ -133,11 +139,7 @@ def _start(
 ) -> services.StartedUpload:
     return services.file_upload_start(
         tenant=Tenant(project=api_key.project, mode=api_key.environment),
-        filename=body["filename"],
-        content_type=body["contentType"],
-        size=body["size"],
-        path=body.get("path"),
-        metadata=body.get("metadata"),
+        **upload_arguments(body),
         active_key_hash=active_key_hash,
     )
 

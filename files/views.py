@@ -29,6 +29,7 @@ from files.serializers import (
     file_json,
     file_with_upload_json,
     folder_json,
+    upload_arguments,
 )
 from files.shapes import (
     DownloadUrlJson,
@@ -73,11 +74,7 @@ class FileViewSet(viewsets.ViewSet):
         key = idempotency_key(request)
         started = services.file_upload_start(
             tenant=tenant_of(request),
-            filename=body["filename"],
-            content_type=body["contentType"],
-            size=body["size"],
-            path=body.get("path"),
-            metadata=body.get("metadata"),
+            **upload_arguments(body),
             idempotency_key=key,
             request_hash=request_fingerprint(request.data) if key is not None else "",
         )
