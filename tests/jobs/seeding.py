@@ -1,0 +1,59 @@
+"""Files made straight in the database for the job tests: uploaded files at given paths,
+their stored objects live (the jobs never touch the store)."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from django.utils import timezone
+
+from files.models import File, Job, StoredObject
+from files.services import job_run
+from tests.factories import Actor
+
+
+def seed_files(actor: Actor, paths: list[str | None], **fields: Any) -> list[File]:
+    """One uploaded file per path (in id order, the order a job takes them)."""
+    tenant = actor.tenant
+    objects = StoredObject.objects.bulk_create(
+        [
+            StoredObject(
+                **tenant.owner(),
+                storage_key=f"seed/{secrets.token_hex(12)}",
+                state=StoredObject.State.LIVE,
+                declared_type="text/plain",
+                declared_size=3,
+                size=3,
+                checksum="etag:seed",
+            )
+            for _ in paths
+        ]
+    )
+    now = timezone.now()
+    return File.objects.bulk_create(
+        [
+            File(
+                **tenant.owner(),
+                filename=fields.get("filename", f"f{index}.txt"),
+                path=path,
+                content_type="text/plain",
+                size=3,
+                status=fields.get("status", File.Status.UPLOADED),
+                checksum="etag:seed",
+                current_object=stored,
+                uploaded_at=now,
+            )
+            for index, (path, stored) in enumerate(zip(paths, objects, strict=True))
+        ]
+    )
+
+
+def run_job(job_id: str, *, token: str | None = None) -> str:
+    """The job's run, here in the test's process: the task's code without the broker."""
+    return job_run(job_id=job_id, token=token or secrets.token_hex(16), slice_seconds=600)
+
+
+def job_of(response: Any) -> Job:
+    assert response.status_code == 202, response.json()
+    return Job.objects.get(id=response.json()["data"]["id"])
