@@ -79,7 +79,10 @@ def test_each_operation_is_answered_as_its_single_endpoint_in_request_order(
     events_before = Event.objects.count()
     response = batch(
         owner,
-        [{"op": op, "id": file_id, **fields} for (op, fields, _), file_id in zip(cases, batch_ids)],
+        [
+            {"op": op, "id": file_id, **fields}
+            for (op, fields, _), file_id in zip(cases, batch_ids, strict=True)
+        ],
     )
     assert response.status_code == 200, response.json()
     results = response.json()["data"]
