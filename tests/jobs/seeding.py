@@ -6,10 +6,12 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
+from django.db import connection
 from django.utils import timezone
 
 from files.models import File, Job, StoredObject
 from files.services import job_run
+from storage_service.ids import new_id_sql
 from tests.factories import Actor
 
 
@@ -57,3 +59,32 @@ def run_job(job_id: str, *, token: str | None = None) -> str:
 def job_of(response: Any) -> Job:
     assert response.status_code == 202, response.json()
     return Job.objects.get(id=response.json()["data"]["id"])
+
+
+def seed_folder_sql(actor: Actor, path: str, count: int) -> None:
+    """``count`` uploaded files in ``path``, in two INSERT ... SELECT statements (what a
+    20,000-file folder needs; bulk_create would take many seconds)."""
+    tenant = actor.tenant
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            WITH objects AS (
+                INSERT INTO files_storedobject (project_id, mode, storage_key, state,
+                    declared_type, declared_size, size, checksum, created_at)
+                SELECT %(project)s, %(mode)s, 'seed/' || md5(random()::text) || n, 'live',
+                    'text/plain', 3, 3, 'etag:seed', now()
+                FROM generate_series(1, %(count)s) AS n
+                RETURNING id
+            )
+            INSERT INTO files_file (id, project_id, mode, filename, path, content_type, size,
+                status, version, checksum, current_object_id, created_at, updated_at,
+                uploaded_at, status_before_delete)
+            SELECT {file_id}, %(project)s, %(mode)s, 'f' || o.id || '.txt', %(path)s, 'text/plain', 3,
+                'uploaded', 1, 'etag:seed', o.id, now(), now(), now(), ''
+            FROM (
+                SELECT id, replace(gen_random_uuid()::text, '-', '') AS random_hex
+                FROM objects
+            ) AS o
+            """.format(file_id=new_id_sql("file", "o.random_hex")),
+            {"project": tenant.project_id, "mode": tenant.mode, "path": path, "count": count},
+        )
