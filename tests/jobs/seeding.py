@@ -79,8 +79,8 @@ def seed_folder_sql(actor: Actor, path: str, count: int) -> None:
             INSERT INTO files_file (id, project_id, mode, filename, path, content_type, size,
                 status, version, checksum, current_object_id, created_at, updated_at,
                 uploaded_at, status_before_delete)
-            SELECT {file_id}, %(project)s, %(mode)s, 'f' || o.id || '.txt', %(path)s, 'text/plain', 3,
-                'uploaded', 1, 'etag:seed', o.id, now(), now(), now(), ''
+            SELECT {file_id}, %(project)s, %(mode)s, 'f' || o.id || '.txt', %(path)s,
+                'text/plain', 3, 'uploaded', 1, 'etag:seed', o.id, now(), now(), now(), ''
             FROM (
                 SELECT id, replace(gen_random_uuid()::text, '-', '') AS random_hex
                 FROM objects
