@@ -11,7 +11,7 @@ from files.models import Job
 from files.serializers import CopyRequest, UpdateRequest, deleted_json, file_json
 from files.services import Outcome
 from files.shapes import BatchOp, BatchResultJson, JobJson, JobStatus, JobType
-from files.validation import clean_path
+from files.validation import FOLDER_PATTERN, clean_path
 from storage_service.errors import ApiError, ErrorDetailJson
 from storage_service.serializers import (
     CleanedField,
@@ -30,7 +30,8 @@ from storage_service.timefmt import iso, iso_required
 
 def _folder_path_schema() -> Schema:
     schema = json_schema(clean_path)
-    schema["description"] = "A folder (not the root). " + schema.get("description", "")
+    schema.update(type="string", minLength=1, pattern=FOLDER_PATTERN)
+    schema["description"] = "A folder, not the root. " + schema.get("description", "")
     return schema
 
 
@@ -44,8 +45,8 @@ def clean_folder(value: Any) -> str:
 
 
 class FolderMoveRequest(StrictSerializer):
-    """``from`` (not the root) and ``to`` (``""``, ``"/"`` or null: the root), which must not
-    be ``from`` or a folder below it."""
+    """`from` (not the root) and `to` (`""`, `"/"` or null: the root), which must not be
+    `from` or a folder below it."""
 
     def get_fields(self) -> dict[str, serializers.Field]:
         # Declared here because "from" is a Python keyword.
