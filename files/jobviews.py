@@ -45,6 +45,10 @@ JOB_REFUSALS = ("FOLDER_NOT_FOUND", "RATE_LIMITED")
 
 
 class FolderOperationViewSet(viewsets.ViewSet):
+    # Every route here is a POST: without this, the action named "delete" would also be
+    # taken for the HTTP method's handler (DRF advertises DELETE in Allow and answers it).
+    http_method_names = ["post", "options"]
+
     @extend_schema(
         tags=["folders"],
         summary="Move (or rename) a folder: a job",

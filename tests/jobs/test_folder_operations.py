@@ -402,3 +402,15 @@ def test_jobs_are_listed_newest_first_in_keyset_pages(owner: Actor, sibling: Act
     for bad in ({"limit": 0}, {"limit": 101}, {"cursor": "forged"}, {"limit": "x"}):
         response = owner.get("/v1/jobs", bad)
         assert response.status_code == 400 and error_code(response) == "VALIDATION_ERROR"
+
+
+def test_folder_operations_answer_only_post(owner: Actor) -> None:
+    seed_files(owner, ["a"])
+    for url in ("/v1/folders/move", "/v1/folders/delete", "/v1/folders/restore"):
+        for send in (owner.client.delete, owner.client.get, owner.client.put):
+            response = send(url)
+            assert response.status_code == 405, (url, send)
+            assert error_code(response) == "METHOD_NOT_ALLOWED"
+        allow = owner.client.options(url)["Allow"]
+        assert allow == "POST, OPTIONS", allow
+    assert File.objects.get(path="a").status == "uploaded"
