@@ -122,7 +122,7 @@ def event_record(
 def event_record_with_change(
     *, tenant: Tenant, type: str, data: dict[str, Any], change: ChangeSql
 ) -> tuple[Event, tuple[Any, ...]]:
-    """As event_record, with the change itself in the same statement (issue 14): a single
+    """As event_record, with the change itself in the same statement: a single
     statement is atomic on its own, so the change, its event and its deliveries commit (or
     vanish) together with no surrounding transaction, in one round trip instead of BEGIN,
     one per statement, and COMMIT. Inside an atomic block it is simply part of it.
