@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Child processes of the dev scripts (``devservices.py``, ``devcluster.py``, the benches).
 
 Each child runs in its own session, so the terminal's Ctrl-C does not reach it behind our

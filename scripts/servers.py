@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The servers the service needs, found or started: PostgreSQL, Redis and an S3-compatible
 object store (SeaweedFS).
 
