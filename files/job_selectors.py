@@ -1,5 +1,4 @@
-"""Reads of jobs: one job, and a tenant's jobs newest first (keyset pages on the id, which
-is time-ordered; served by job_project_id)."""
+"""Reads of jobs: one job (the list is JobViewSet's, filtered by files/job_filters.py)."""
 
 from __future__ import annotations
 
@@ -7,9 +6,6 @@ from accounts.tenancy import Tenant
 from files.models import Job
 from storage_service.errors import JobNotFound
 from storage_service.ids import looks_like_id
-from storage_service.pagination import Keyset, Page
-
-NEWEST_FIRST = Keyset(field="id", column="id", descending=True, scope="jobs:id:desc")
 
 
 def job_get(*, tenant: Tenant, job_id: str) -> Job:
@@ -20,9 +16,3 @@ def job_get(*, tenant: Tenant, job_id: str) -> Job:
     if job is None:
         raise JobNotFound("No such job.")
     return job
-
-
-def job_list(*, tenant: Tenant, limit: int, cursor: str | None) -> Page[Job]:
-    queryset = NEWEST_FIRST.after(Job.objects.for_tenant(tenant), cursor)
-    rows = list(queryset.order_by(*NEWEST_FIRST.order_by())[: limit + 1])
-    return NEWEST_FIRST.page(rows, limit)

@@ -17,9 +17,7 @@ from storage_service.serializers import (
     CleanedField,
     Schema,
     StrictSerializer,
-    clean_cursor,
     json_schema,
-    query_int,
     validated,
     with_schema,
 )
@@ -68,11 +66,6 @@ class FolderMoveRequest(StrictSerializer):
 
 class FolderRequest(StrictSerializer):
     path = CleanedField(clean_folder)
-
-
-class JobListQuery(serializers.Serializer):
-    limit = CleanedField(query_int(1, 100), required=False, default=20)
-    cursor = CleanedField(clean_cursor, required=False)
 
 
 def job_json(job: Job) -> JobJson:

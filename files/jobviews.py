@@ -15,15 +15,16 @@ from accounts.context import api_key_of, tenant_of
 from accounts.tenancy import Tenant
 from accounts.throttling import refusal_wait
 from files import job_selectors, services
+from files.job_filters import JobFilterSet
 from files.jobserializers import (
     BatchRequest,
     FolderMoveRequest,
     FolderRequest,
-    JobListQuery,
     batch_result_json,
     file_answer,
     job_json,
 )
+from files.models import Job, JobQuerySet
 from files.services import Operation, Outcome
 from files.shapes import BatchResultJson, JobJson
 from storage_service.errors import RateLimited, exception_handler
@@ -34,8 +35,9 @@ from storage_service.idempotency import (
     request_fingerprint,
 )
 from storage_service.openapi import Links, errors_of, path_id
-from storage_service.serializers import validated, validated_query
-from storage_service.shapes import Data, Paged, paged
+from storage_service.pagination import CursorPagination
+from storage_service.serializers import validated
+from storage_service.shapes import Data
 
 JOB_ID = path_id("job_id", "job")
 JOB_LINKS = {"jobs_retrieve": {"job_id": "$response.body#/data/id"}}
@@ -98,20 +100,23 @@ class FolderOperationViewSet(viewsets.ViewSet):
         return Response(answer, status=202)
 
 
-class JobViewSet(viewsets.ViewSet):
+class JobViewSet(viewsets.GenericViewSet):
+    pagination_class = CursorPagination
+    filterset_class = JobFilterSet
+    cursor_scope = "jobs:id:desc"
+
+    def get_queryset(self) -> JobQuerySet:
+        return Job.objects.for_tenant(tenant_of(self.request))
+
     @extend_schema(
         tags=["jobs"],
         summary="List jobs, newest first (keyset pages)",
-        parameters=[JobListQuery],
-        responses={200: Paged[JobJson]},
+        responses={200: JobJson},
     )
     def list(self, request: Request) -> Response:
-        query = validated_query(JobListQuery, request)
-        page = job_selectors.job_list(
-            tenant=tenant_of(request), limit=query["limit"], cursor=query.get("cursor")
-        )
-        answer: Paged[JobJson] = paged(page, job_json)
-        return Response(answer)
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        assert page is not None  # pagination_class is set
+        return self.get_paginated_response([job_json(job) for job in page])
 
     @extend_schema(
         tags=["jobs"],

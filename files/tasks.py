@@ -31,14 +31,6 @@ def expire_pending_uploads() -> int:
     return expired
 
 
-def enqueue_job(job_id: str) -> None:
-    """Send a job's run; never raise (the job sweep sends what a lost message would have)."""
-    try:
-        run_job.apply_async(args=(job_id,), retry=False)
-    except Exception:
-        logger.warning("could not enqueue job %s; the sweep will", job_id)
-
-
 @shared_task(name="files.tasks.run_job")
 def run_job(job_id: str) -> str:
     """Run the job for a slice of time, then send it again if it is not done (the job's row
@@ -49,7 +41,7 @@ def run_job(job_id: str) -> str:
         slice_seconds=settings.SERVICE_JOB_SLICE_SECONDS,
     )
     if outcome == "more":
-        enqueue_job(job_id)
+        services.job_enqueue(job_id)
     return outcome
 
 
@@ -58,7 +50,7 @@ def sweep_jobs() -> int:
     """Beat: send again every job pending or running that no live run holds."""
     lost = services.jobs_lost()
     for job_id in lost:
-        enqueue_job(job_id)
+        services.job_enqueue(job_id)
     if lost:
         logger.info("job sweep: %d job(s) sent again", len(lost))
     return len(lost)
