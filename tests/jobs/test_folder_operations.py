@@ -414,3 +414,25 @@ def test_folder_operations_answer_only_post(owner: Actor) -> None:
         allow = owner.client.options(url)["Allow"]
         assert allow == "POST, OPTIONS", allow
     assert File.objects.get(path="a").status == "uploaded"
+
+
+def test_jobs_are_filtered_by_status_and_type(owner: Actor) -> None:
+    seed_files(owner, ["a", "b"])
+    moved = job_of(owner.post("/v1/folders/move", {"from": "a", "to": "x"}))
+    deleted = job_of(owner.post("/v1/folders/delete", {"path": "b"}))
+    run_job(moved.id)
+
+    def listed(**query: str) -> list[str]:
+        response = owner.get("/v1/jobs", query)
+        assert response.status_code == 200, response.json()
+        return [job["id"] for job in response.json()["data"]]
+
+    assert listed(status="succeeded") == [moved.id]
+    assert listed(status="pending") == [deleted.id]
+    assert listed(type="folder.delete") == [deleted.id]
+    assert listed(type="folder.move", status="pending") == []
+    for bad in ({"status": "done"}, {"type": "folder.copy"}, {"status": ""}):
+        response = owner.get("/v1/jobs", bad)
+        assert response.status_code == 400 and error_code(response) == "VALIDATION_ERROR"
+    twice = owner.client.get("/v1/jobs?status=pending&status=running")
+    assert twice.status_code == 400
