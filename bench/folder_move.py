@@ -51,7 +51,6 @@ from _common import (
 )
 
 FILES = 100_000
-JOB_QUEUE = "bench-folder-jobs"
 WEBHOOK_QUEUE = "bench-folder-webhooks"
 GOAL_MOVE_SECONDS = 60
 GOAL_P99_MS = 100
@@ -100,6 +99,18 @@ def seed(url: str, project_id: str, count: int) -> None:
     log(f"seeded {count} files in {time.monotonic() - started:.1f} s")
 
 
+def remove(url: str, project_id: str) -> None:
+    """The project and its rows; its deliveries first (delete_project finds tables by their
+    project_id, and a delivery has none)."""
+    with connect(url) as conn:
+        conn.execute(
+            "DELETE FROM webhooks_delivery WHERE endpoint_id IN (SELECT id FROM"
+            " webhooks_endpoint WHERE project_id = %s)",
+            (project_id,),
+        )
+    delete_project(url, project_id)
+
+
 def start(name: str, command: list[str], url: str) -> subprocess.Popen[bytes]:
     env = server_environment(url, **_queues())
     log(f"{name}: {' '.join(command[1:6])} ...")
@@ -108,7 +119,6 @@ def start(name: str, command: list[str], url: str) -> subprocess.Popen[bytes]:
 
 def _queues() -> dict[str, str]:
     return {
-        "CELERY_TASK_DEFAULT_QUEUE": JOB_QUEUE,
         "SERVICE_WEBHOOK_QUEUE": WEBHOOK_QUEUE,
         "SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true",
     }
@@ -154,8 +164,16 @@ def main() -> int:
     ensure_database(url)
     os.environ.update(_queues())
     setup_django(url)
+    from accounts.models import Project
     from accounts.services import api_key_issue, project_create
+
+    for old in Project.objects.filter(name__startswith="bench-folder-").values_list(
+        "id", flat=True
+    ):
+        log(f"removing the leftover project {old}")
+        remove(url, old)
     from files.models import File, Job
+    from storage_service.celery import app
     from webhooks.models import Delivery, Event
 
     project_a = project_create(name=f"bench-folder-move-{int(time.time())}")
@@ -187,7 +205,7 @@ def main() -> int:
             "storage_service",
             "worker",
             "-Q",
-            JOB_QUEUE,
+            app.conf.task_default_queue,  # where the API sends jobs, as under `make run`
             "-n",
             "bench-jobs@%h",
             "--pool",
@@ -343,14 +361,8 @@ def main() -> int:
             ],
         )
     )
-    with connect(url) as conn:  # deliveries first: delete_project finds tables by project_id
-        conn.execute(
-            "DELETE FROM webhooks_delivery WHERE endpoint_id IN (SELECT id FROM"
-            " webhooks_endpoint WHERE project_id = ANY(%s))",
-            ([project_a.id, project_b.id],),
-        )
     for project in (project_a, project_b):
-        delete_project(url, project.id)
+        remove(url, project.id)
     return 0
 
 
