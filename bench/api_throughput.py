@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import urllib.error
+import urllib.parse
 import urllib.request
 import uuid
 from dataclasses import dataclass, field
@@ -276,6 +277,7 @@ class Peer:
     url: str
     key: str
     bucket: str
+    pid: int | None = None  # its process, when it runs on this machine and can be seen
 
     def call(
         self, method: str, path: str, body: bytes | None = None, **headers: str
@@ -351,13 +353,18 @@ class Peer:
 
 @dataclass
 class Remote:
-    """A server this bench did not start: its address; CPU only of PostgreSQL and the machine
-    (its own is in 'other')."""
+    """A server this bench did not start, at ``base_url``. Its CPU is counted where gunicorn's
+    is for ours when its process can be found (the one listening on its port, on this
+    machine); else it is in 'other'."""
 
     base_url: str
+    pid: int | None = None
 
     def cpu(self) -> bench.CpuTimes:
-        return bench.cpu_times(-1)  # no process group is -1: nothing counted as gunicorn's
+        times = bench.cpu_times(-1)  # no process group is -1: only PostgreSQL and the machine
+        if self.pid is None:
+            return times
+        return bench.CpuTimes(bench.process_cpu(self.pid), times.postgres, times.machine)
 
 
 def has_fast_lane(path: str) -> bool:
@@ -489,7 +496,10 @@ def main() -> int:
             servers: dict[str, Any] = {"api": api, "ref": ref}
             keys = {"api": raw_key, "ref": raw_key}
             if peer is not None:
-                servers["peer"] = Remote(peer.url)
+                address = urllib.parse.urlsplit(peer.url)
+                local = address.hostname in ("127.0.0.1", "localhost")
+                peer.pid = bench.listener_pid(address.port or 80) if local else None
+                servers["peer"] = Remote(peer.url, peer.pid)
                 keys["peer"] = peer.key
             next_block = 0  # the first pending id of the next complete run
             for number in range(1, args.rounds + 1):
@@ -567,7 +577,8 @@ def report(
     else:
         print(
             f"peer:       Supabase Storage at {peer.url}, bucket {peer.bucket} "
-            f"({PEER_OBJECTS} objects in {PEER_FOLDER}), its service key"
+            f"({PEER_OBJECTS} objects in {PEER_FOLDER}), its service key; "
+            + (f"process {peer.pid}" if peer.pid is not None else "its process not found here")
         )
     print()
     rows = []
@@ -584,7 +595,7 @@ def report(
                 f"{statistics.median(m.p50_ms for m in measures):.1f}",
                 f"{statistics.median(m.p99_ms for m in measures):.1f}",
                 f"{statistics.median(m.gunicorn_ms for m in measures):.2f}"
-                if load.server != "peer"
+                if load.server != "peer" or (peer is not None and peer.pid is not None)
                 else "-",
                 f"{statistics.median(m.postgres_ms for m in measures):.2f}",
                 str(sum(m.errors + m.timeouts for m in measures)),
@@ -592,14 +603,15 @@ def report(
             ]
         )
     headers = ["endpoint", "req/s", "share of bare", "share of lean", "p50 ms", "p99 ms"]
-    headers += ["gunicorn CPU ms/req", "postgres CPU ms/req", "errors", "other cores"]
+    headers += ["server CPU ms/req", "postgres CPU ms/req", "errors", "other cores"]
     print(bench.table(headers, rows))
     print(
         "\nShares divide by the reference measured in the same round. 'errors': non-2xx answers"
         " and timeouts (excluded from req/s). 'other cores': the most, over the rounds, that"
-        " wrk and every other process of the machine used beside gunicorn and PostgreSQL (the"
-        " peer's own process included, on its rows). 'CPU ms/req': CPU time of gunicorn's"
-        " processes and of PostgreSQL's, per answered request (medians over the rounds)."
+        " wrk and every other process of the machine used beside the server and PostgreSQL."
+        " 'server CPU ms/req': CPU time of gunicorn's processes (master and workers) or, on the"
+        " peer's rows, of the peer's process; 'postgres CPU ms/req': of every PostgreSQL"
+        " process; per answered request (medians over the rounds)."
     )
     if lanes:
         print(
