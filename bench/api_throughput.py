@@ -387,7 +387,7 @@ def main() -> int:
         "--only",
         choices=["get", "list", "upload", "complete"],
         action="append",
-        help="measure only these endpoints (and both references); repeatable",
+        help="measure only these endpoints (with both references and the peer); repeatable",
     )
     parser.add_argument(
         "--peer-url", help="Supabase Storage's address, e.g. http://127.0.0.1:5000 (optional)"
