@@ -4,6 +4,7 @@ their stored objects live (the jobs never touch the store)."""
 from __future__ import annotations
 
 import secrets
+import time
 from typing import Any
 
 from django.db import connection
@@ -11,12 +12,17 @@ from django.utils import timezone
 
 from files.models import File, Job, StoredObject
 from files.services import job_run
-from storage_service.ids import new_id_sql
+from storage_service.ids import new_id, new_id_sql
 from tests.factories import Actor
 
 
 def seed_files(actor: Actor, paths: list[str | None], **fields: Any) -> list[File]:
-    """One uploaded file per path (in id order, the order a job takes them)."""
+    """One uploaded file per path, their ids in the list's order (the order a job takes
+    them) and above every id made before the call (ids are time-ordered; within one
+    millisecond they are random, so each call starts in a new one)."""
+    time.sleep(0.002)
+    ids = sorted(new_id("file") for _ in paths)
+    time.sleep(0.002)
     tenant = actor.tenant
     objects = StoredObject.objects.bulk_create(
         [
@@ -36,6 +42,7 @@ def seed_files(actor: Actor, paths: list[str | None], **fields: Any) -> list[Fil
     return File.objects.bulk_create(
         [
             File(
+                id=file_id,
                 **tenant.owner(),
                 filename=fields.get("filename", f"f{index}.txt"),
                 path=path,
@@ -46,7 +53,7 @@ def seed_files(actor: Actor, paths: list[str | None], **fields: Any) -> list[Fil
                 current_object=stored,
                 uploaded_at=now,
             )
-            for index, (path, stored) in enumerate(zip(paths, objects, strict=True))
+            for index, (file_id, path, stored) in enumerate(zip(ids, paths, objects, strict=True))
         ]
     )
 
