@@ -9,9 +9,10 @@ database outage takes instances out of rotation without restarting them in a loo
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import lru_cache, wraps
 from typing import Any
 
@@ -69,8 +70,22 @@ def _check_redis() -> None:
     _redis().ping()
 
 
+# The store's client waits up to its whole call budget (attempts x (connect + read)), right
+# for uploads and wrong for a probe that must answer before the load balancer gives up on it.
+# So the probe waits PROBE_TIMEOUT_SECONDS for it, on one thread of its own; a probe that finds
+# the previous one still waiting joins it, so a hung store holds one thread, not one a probe.
+_store_probes = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store-probe")
+_store_probe: Future[None] | None = None
+_store_probe_lock = threading.Lock()
+
+
 def _check_object_store() -> None:
-    objectstore.probe_client(PROBE_TIMEOUT_SECONDS).head_bucket(Bucket=objectstore.bucket())
+    global _store_probe
+    with _store_probe_lock:
+        if _store_probe is None or _store_probe.done():
+            _store_probe = _store_probes.submit(objectstore.check)
+        pending = _store_probe
+    pending.result(timeout=PROBE_TIMEOUT_SECONDS)
 
 
 CHECKS: dict[str, Callable[[], None]] = {

@@ -8,8 +8,9 @@ import pytest
 from django.test import Client
 from django.test.utils import override_settings
 
-from storage_service import health, objectstore
+from storage_service import health
 from tests.factories import Actor
+from tests.storage import storages_with
 
 pytestmark = pytest.mark.django_db
 
@@ -17,10 +18,8 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture(autouse=True)
 def _fresh_probe_clients() -> Iterator[None]:
     health._redis.cache_clear()
-    objectstore.reset_clients()
     yield
     health._redis.cache_clear()
-    objectstore.reset_clients()
 
 
 def test_healthz_answers_without_a_key() -> None:
@@ -55,7 +54,7 @@ def test_readyz_is_503_with_the_error_body_when_redis_is_down() -> None:
 
 
 def test_readyz_is_503_when_the_object_store_is_down() -> None:
-    with override_settings(AWS_S3_ENDPOINT_URL="http://127.0.0.1:1"):
+    with override_settings(STORAGES=storages_with(endpoint_url="http://127.0.0.1:1")):
         response = Client().get("/readyz")
     assert response.status_code == 503
     checks = response.json()["error"]["details"]["checks"]
