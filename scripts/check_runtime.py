@@ -130,11 +130,12 @@ def check_imports() -> None:
     print(f"imported {modules} modules of the service with only the runtime lock installed")
     # The object store's one storage (django-storages), built from STORAGES as a process would
     # build it, signing for its public endpoint; no network call is made.
-    from django.core.files.storage import storages
+    from storage_service import objectstore
 
-    store = storages["files"]
+    store = objectstore.storage()
     scope = store.signing_scope
-    print(f"STORAGES['files']: {type(store).__name__}, URLs signed for {scope.object_url_prefix}")
+    alias = objectstore.STORAGE_ALIAS
+    print(f"STORAGES[{alias!r}]: {type(store).__name__}, URLs signed for {scope.object_url_prefix}")
 
 
 def check_deploy() -> None:
