@@ -51,8 +51,9 @@ class FileStorage(S3Storage):
 
     @property
     def client(self) -> S3Client:
-        """The boto3 client the storage holds (this thread's)."""
-        return cast("S3Client", self.connection.meta.client)
+        """The boto3 client the storage holds: its bucket's, made once and shared by every
+        thread (botocore clients are thread-safe), where ``connection`` makes one per thread."""
+        return cast("S3Client", self.bucket.meta.client)
 
     @cached_property
     def signing_scope(self) -> sigv4.Scope:

@@ -12,7 +12,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache, wraps
 from typing import Any
 
@@ -70,22 +70,45 @@ def _check_redis() -> None:
     _redis().ping()
 
 
-# The store's client waits up to its whole call budget (attempts x (connect + read)), right
-# for uploads and wrong for a probe that must answer before the load balancer gives up on it.
-# So the probe waits PROBE_TIMEOUT_SECONDS for it, on one thread of its own; a probe that finds
-# the previous one still waiting joins it, so a hung store holds one thread, not one a probe.
-_store_probes = ThreadPoolExecutor(max_workers=1, thread_name_prefix="store-probe")
-_store_probe: Future[None] | None = None
+class _StoreProbe:
+    """One HEAD of the bucket, on a daemon thread of its own.
+
+    The store's client waits up to its whole call budget (attempts x (connect + read)), right
+    for uploads and wrong for a probe that must answer before the load balancer gives up on
+    it. So readiness waits PROBE_TIMEOUT_SECONDS for the HEAD and no longer; a probe that finds
+    the previous HEAD still waiting joins it, so a hung store holds one thread, not one per
+    probe.
+    """
+
+    def __init__(self) -> None:
+        self.storage = objectstore.storage()
+        self.finished = threading.Event()
+        self.error: Exception | None = None
+        threading.Thread(target=self._run, name="store-probe", daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            objectstore.check()
+        except Exception as exc:
+            self.error = exc
+        finally:
+            self.finished.set()
+
+
+_store_probe: _StoreProbe | None = None
 _store_probe_lock = threading.Lock()
 
 
 def _check_object_store() -> None:
     global _store_probe
     with _store_probe_lock:
-        if _store_probe is None or _store_probe.done():
-            _store_probe = _store_probes.submit(objectstore.check)
-        pending = _store_probe
-    pending.result(timeout=PROBE_TIMEOUT_SECONDS)
+        probe = _store_probe
+        if probe is None or probe.finished.is_set() or probe.storage is not objectstore.storage():
+            probe = _store_probe = _StoreProbe()
+    if not probe.finished.wait(PROBE_TIMEOUT_SECONDS):
+        raise TimeoutError("The object store did not answer in time.")
+    if probe.error is not None:
+        raise probe.error
 
 
 CHECKS: dict[str, Callable[[], None]] = {
