@@ -109,19 +109,69 @@ WHERE d.id = due.id AND e.id = d.endpoint_id AND ev.id = d.event_id
 RETURNING {_CLAIM_COLUMNS}
 """
 
+# Overdue deliveries (a lost message, a backlog waiting its turn), at most ``per_project`` of
+# each project per page, the oldest first, then the next turn of every project: a project
+# with 100,000 waiting takes its share of a page, never the page. Each endpoint's oldest
+# are read through delivery_endpoint_due (a few index entries per endpoint, whatever the
+# backlog); the rows read beyond a project's share are only locked until this commits.
 _CLAIM_OVERDUE = f"""
-WITH due AS (
-    SELECT id FROM webhooks_delivery
-    WHERE status = 'PENDING' AND next_attempt_at <= now() - %(grace)s * interval '1 second'
-      AND (leased_until IS NULL OR leased_until <= now())
-    ORDER BY next_attempt_at
+WITH candidates AS (
+    SELECT d.id, e.project_id, d.next_attempt_at FROM webhooks_endpoint AS e
+    CROSS JOIN LATERAL (
+        SELECT id, next_attempt_at FROM webhooks_delivery
+        WHERE endpoint_id = e.id AND status = 'PENDING'
+          AND next_attempt_at <= now() - %(grace)s * interval '1 second'
+          AND (leased_until IS NULL OR leased_until <= now())
+        ORDER BY next_attempt_at
+        LIMIT %(per_project)s
+        FOR UPDATE SKIP LOCKED
+    ) AS d
+), due AS (
+    SELECT id FROM (
+        SELECT id, next_attempt_at,
+            row_number() OVER (PARTITION BY project_id ORDER BY next_attempt_at) AS turn
+        FROM candidates
+    ) AS c
+    WHERE turn <= %(per_project)s
+    ORDER BY turn, next_attempt_at
     LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED
 )
 UPDATE webhooks_delivery AS d SET leased_until = now() + %(lease)s * interval '1 second'
 FROM due, webhooks_endpoint AS e, webhooks_event AS ev
 WHERE d.id = due.id AND e.id = d.endpoint_id AND ev.id = d.event_id
 RETURNING {_CLAIM_COLUMNS}
+"""
+
+# One project's due deliveries, the oldest first, at most %(n)s (a step of its drain): each
+# of its endpoints' oldest through delivery_endpoint_due, so a backlog of 100,000 costs a
+# step n index entries per endpoint, not a scan.
+_CLAIM_PROJECT_DUE = f"""
+WITH due AS (
+    SELECT d.id FROM webhooks_endpoint AS e
+    CROSS JOIN LATERAL (
+        SELECT id, next_attempt_at FROM webhooks_delivery
+        WHERE endpoint_id = e.id AND status = 'PENDING' AND next_attempt_at <= now()
+          AND (leased_until IS NULL OR leased_until <= now())
+        ORDER BY next_attempt_at
+        LIMIT %(n)s
+        FOR UPDATE SKIP LOCKED
+    ) AS d
+    WHERE e.project_id = %(project)s
+    ORDER BY d.next_attempt_at
+    LIMIT %(n)s
+)
+UPDATE webhooks_delivery AS d SET leased_until = now() + %(lease)s * interval '1 second'
+FROM due, webhooks_endpoint AS e, webhooks_event AS ev
+WHERE d.id = due.id AND e.id = d.endpoint_id AND ev.id = d.event_id
+RETURNING {_CLAIM_COLUMNS}
+"""
+
+_PROJECT_HAS_DUE = """
+SELECT EXISTS (
+    SELECT 1 FROM webhooks_endpoint AS e JOIN webhooks_delivery AS d ON d.endpoint_id = e.id
+    WHERE e.project_id = %(project)s AND d.status = 'PENDING' AND d.next_attempt_at <= now()
+      AND (d.leased_until IS NULL OR d.leased_until <= now())
+)
 """
 
 # Old values on the right of SET: ``d.attempts`` is the count before this attempt. A
@@ -230,7 +280,25 @@ def claim_by_id(ids: Sequence[str]) -> list[Claimed]:
 
 def claim_overdue(limit: int) -> list[Claimed]:
     grace = int(settings.SERVICE_WEBHOOK_SWEEP_GRACE_SECONDS)
-    return _claim(_CLAIM_OVERDUE, {"grace": grace, "limit": limit})
+    return _claim(
+        _CLAIM_OVERDUE, {"grace": grace, "limit": limit, "per_project": drain_step_size()}
+    )
+
+
+def drain_step_size() -> int:
+    """Rows a project's drain claims per step: its sending slots and as many waiting, so its
+    slots stay busy while the next step is claimed, and none of a step is deferred."""
+    return 2 * int(settings.SERVICE_WEBHOOK_PROJECT_CONCURRENCY)
+
+
+def claim_project_due(project_id: str) -> list[Claimed]:
+    return _claim(_CLAIM_PROJECT_DUE, {"project": project_id, "n": drain_step_size()})
+
+
+def project_has_due(project_id: str) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute(_PROJECT_HAS_DUE, {"project": project_id})
+        return bool(cursor.fetchone()[0])
 
 
 # --- Sending ----------------------------------------------------------------------------------
@@ -392,6 +460,9 @@ class _Batch:
     on_retries: RetryHandler | None
     # Recorded by the caller (process) rather than the recorder thread.
     record_in_caller: bool = False
+    # Called once every outcome is written (or at once when nothing was admitted): a drain's
+    # next step.
+    on_recorded: Callable[[], None] | None = None
     outcomes: list[Outcome] = field(default_factory=list)
     lookups: dict[tuple[str, int], Future[list[IPAddress]]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -455,6 +526,7 @@ def dispatch(
     on_retries: RetryHandler | None = None,
     *,
     record_in_caller: bool = False,
+    on_recorded: Callable[[], None] | None = None,
 ) -> _Batch:
     """Admit, defer and start the attempts of one claim; return at once.
 
@@ -472,6 +544,7 @@ def dispatch(
         expected=0,
         on_retries=on_retries,
         record_in_caller=record_in_caller,
+        on_recorded=on_recorded,
     )
     accepted = 0
     for item in claimed:
@@ -506,6 +579,8 @@ def dispatch(
         batch.retries.extend(retries)
     if not accepted:
         batch.done.set()
+        if on_recorded is not None:
+            on_recorded()
     return batch
 
 
@@ -553,6 +628,11 @@ class _Recorder:
                 logger.exception("webhook outcomes could not be recorded")
             finally:
                 batch.done.set()
+                if batch.on_recorded is not None:
+                    try:
+                        batch.on_recorded()
+                    except Exception:
+                        logger.exception("webhook batch: the next step could not be sent")
 
 
 _recorder: _Recorder | None = None
@@ -644,6 +724,16 @@ def deliver_later(ids: Iterable[str], on_retries: RetryHandler) -> int:
     claimed = claim_by_id(list(ids))
     if claimed:
         dispatch(claimed, on_retries)
+    return len(claimed)
+
+
+def drain_step(project_id: str, on_retries: RetryHandler, on_recorded: Callable[[], None]) -> int:
+    """One step of a project's drain: claim its oldest due deliveries (``drain_step_size``),
+    start them, return at once; ``on_recorded`` runs once their outcomes are written (the
+    next step). How many were claimed: none ends the drain."""
+    claimed = claim_project_due(project_id)
+    if claimed:
+        dispatch(claimed, on_retries, on_recorded=on_recorded)
     return len(claimed)
 
 

@@ -141,10 +141,11 @@ class Delivery(models.Model):
         verbose_name_plural = "deliveries"
         indexes = [
             models.Index(fields=["endpoint", "-id"], name="delivery_endpoint_id"),
-            # The sweep's scan: only pending rows, by due time.
+            # Each endpoint's pending rows by due time: a project's drain step and the
+            # sweep's fair page read the oldest few of each endpoint (webhooks/delivery.py).
             models.Index(
-                fields=["next_attempt_at"],
-                name="delivery_pending_due",
+                fields=["endpoint", "next_attempt_at"],
+                name="delivery_endpoint_due",
                 condition=models.Q(status="PENDING"),
             ),
         ]

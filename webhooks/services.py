@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import connection, transaction
 from django.db.models.functions import Now
 from django.utils import timezone
@@ -36,6 +37,7 @@ logger = logging.getLogger(__name__)
 # Sent by name: the task (webhooks/tasks.py) runs webhooks/delivery.py, which records events
 # through this module, so this module never imports either.
 DELIVER_TASK = "webhooks.tasks.deliver"
+DRAIN_TASK = "webhooks.tasks.drain_project"
 # Per project *and* mode: test and live endpoints are separate data, each mode its own 20.
 MAX_ENDPOINTS_PER_PROJECT = 20
 EVENT_TYPES: tuple[str, ...] = tuple(Event.Type.values)
@@ -82,6 +84,60 @@ def enqueue(ids: Sequence[str], *, eta: datetime | None = None) -> None:
         app.send_task(DELIVER_TASK, args=(list(ids),), eta=eta, retry=False)
     except Exception:
         logger.warning("could not enqueue %d webhook deliveries; the sweep will", len(ids))
+
+
+# --- Draining a project's backlog -------------------------------------------------------------
+#
+# Deliveries made in bulk (a job's thousands of events) are not each named in a message on
+# the webhook queue: 100,000 ids in messages would sit ahead of every other project's live
+# deliveries there, and the per-project caps limit what is in flight, not queue position.
+# Their rows are made due and one chain of steps per project sends them (webhooks/delivery.py
+# drain_step): each step claims that project's oldest due rows, a few slots' worth, and the
+# next step is sent once their outcomes are written. So the queue holds at most one message
+# of the project's backlog at a time, and any other project's message waits behind it only.
+# The chain is held by a cache key (set if absent): many batches asking at once start one.
+
+
+def _drain_key(project_id: str) -> str:
+    return f"webhooks:drain:{project_id}"
+
+
+def _drain_hold_seconds() -> int:
+    # A step's attempts may take the whole timeout; a chain whose worker died is started
+    # again after this (or its rows are sent by the sweep meanwhile).
+    return int(settings.SERVICE_WEBHOOK_TIMEOUT_SECONDS) + 60
+
+
+def drain_start(project_id: str) -> None:
+    """Make sure a chain sends the project's due deliveries: start one unless one runs.
+    Never raises (the sweep sends what is overdue)."""
+    try:
+        if cache.add(_drain_key(project_id), 1, timeout=_drain_hold_seconds()):
+            app.send_task(DRAIN_TASK, args=(project_id,), retry=False)
+    except Exception:
+        logger.warning("could not start the webhook drain of %s; the sweep will", project_id)
+
+
+def drain_continue(project_id: str) -> None:
+    """The chain's next step (it still holds its key)."""
+    try:
+        cache.touch(_drain_key(project_id), timeout=_drain_hold_seconds())
+        app.send_task(DRAIN_TASK, args=(project_id,), retry=False)
+    except Exception:
+        logger.warning("could not continue the webhook drain of %s; the sweep will", project_id)
+
+
+def drain_end(project_id: str, *, has_due: Callable[[], bool]) -> None:
+    """A step found nothing due: give the chain up. Rows committed after that step's claim
+    (whose drain_start found the key held) are looked for after the key is gone, so either
+    this finds them or their own drain_start does."""
+    try:
+        cache.delete(_drain_key(project_id))
+    except Exception:
+        logger.warning("could not end the webhook drain of %s", project_id)
+        return
+    if has_due():
+        drain_start(project_id)
 
 
 @dataclass(frozen=True)
@@ -399,12 +455,9 @@ WITH {change}event_rows AS (
     ) AS e
     RETURNING id
 )
-SELECT (SELECT count(*) FROM event), ARRAY(SELECT id FROM deliveries){returning}
+SELECT (SELECT count(*) FROM event), (SELECT count(*) FROM deliveries){returning}
 """
 _EVENT_ID_SQL = new_id_sql("evt", "r.event_random")
-# One delivery message names at most this many deliveries (a batch of a job's events may
-# make thousands); each message's worker claims and admits them under the per-project caps.
-_ENQUEUE_CHUNK = 500
 
 
 def events_record_rows(
@@ -420,7 +473,10 @@ def events_record_rows(
     one statement with the change: what event_record does for one change, for a batch of
     changes (a job's). ``data``: a jsonb expression over the row ``r`` (positional
     parameters ``data_params``), the fields each event is about. Returns the number of events
-    and the values of ``change.returning``."""
+    and the values of ``change.returning``.
+
+    The deliveries are sent by the project's drain (``drain_start`` after commit), not by a
+    message naming them, so a job's fan-out never queues ahead of other projects."""
     project = tenant.project
     base = {"projectId": project.id, "organizationId": project.organization_id}
     now = timezone.now()
@@ -447,13 +503,8 @@ def events_record_rows(
     ]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        count, ids, *returned = cursor.fetchone()
-    chunks = [ids[start : start + _ENQUEUE_CHUNK] for start in range(0, len(ids), _ENQUEUE_CHUNK)]
-    if chunks:
-        transaction.on_commit(lambda: _enqueue_all(chunks))
+        count, deliveries, *returned = cursor.fetchone()
+    if deliveries:
+        project_id = project.id
+        transaction.on_commit(lambda: drain_start(project_id))
     return int(count), tuple(returned)
-
-
-def _enqueue_all(chunks: list[list[str]]) -> None:
-    for chunk in chunks:
-        enqueue(chunk)

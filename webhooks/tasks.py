@@ -57,3 +57,16 @@ def sweep_old_events() -> int:
             "" if report.finished else " (more left for the next run)",
         )
     return report.deliveries + report.events
+
+
+@shared_task(name=services.DRAIN_TASK)
+def drain_project(project_id: str) -> int:
+    """One step of the project's drain (webhooks/services.py): its oldest due deliveries,
+    a few slots' worth; the next step is sent when their outcomes are written, and the
+    chain ends at a step that finds none."""
+    claimed = delivery.drain_step(
+        project_id, schedule, on_recorded=lambda: services.drain_continue(project_id)
+    )
+    if not claimed:
+        services.drain_end(project_id, has_due=lambda: delivery.project_has_due(project_id))
+    return claimed
