@@ -91,8 +91,14 @@ class File(models.Model):
     # The object the current version lives in (for a pending file: the one being uploaded).
     current_object = models.ForeignKey(StoredObject, on_delete=models.PROTECT, related_name="+")
     # A replacement whose bytes are being uploaded; the file keeps serving current_object.
+    # Indexed by file_replacement_object, only where set.
     replacement_object = models.ForeignKey(
-        StoredObject, on_delete=models.PROTECT, related_name="+", null=True, blank=True
+        StoredObject,
+        on_delete=models.PROTECT,
+        related_name="+",
+        null=True,
+        blank=True,
+        db_index=False,
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -106,7 +112,11 @@ class File(models.Model):
 
     class Meta:
         # One index per access path of the listing (see files/selectors.py): every sortBy of
-        # the visible listing, the path and contentType filters, and the trash.
+        # the visible listing, the contentType filter, and the trash. The path filter (an
+        # exact folder, newest first) and folder prefixes (``path LIKE 'a/%'``) share one
+        # index, file_path_prefix (files/migrations: its text_pattern_ops cannot be said
+        # here). Each index is written again by every change of a file that is not HOT (a
+        # folder move changes path and updated_at), so none is kept that no query needs.
         indexes = [
             models.Index(
                 fields=["project", "mode", "-created_at", "-id"],
@@ -129,17 +139,19 @@ class File(models.Model):
                 condition=~Q(status="deleted"),
             ),
             models.Index(
-                fields=["project", "mode", "path", "-created_at", "-id"],
-                name="file_list_path",
-                condition=~Q(status="deleted"),
-            ),
-            models.Index(
                 fields=["project", "mode", "content_type", "-created_at", "-id"],
                 name="file_list_ctype",
                 condition=~Q(status="deleted"),
             ),
             models.Index(
                 fields=["project", "mode", "status", "-created_at", "-id"], name="file_list_status"
+            ),
+            # Files whose replacement upload is in flight (a few): the PROTECT check when a
+            # stored object goes, and the sweep of expired replacements.
+            models.Index(
+                fields=["replacement_object"],
+                name="file_replacement_object",
+                condition=Q(replacement_object__isnull=False),
             ),
             # The purge sweep: deleted, not yet purged, oldest first.
             models.Index(
