@@ -16,7 +16,7 @@ from storage_service.fastlane import fast_lane
 from storage_service.health import healthz, readyz
 from uploads.views import MultipartUploadViewSet
 from variants.views import VariantViewSet
-from webhooks.views import WebhookViewSet
+from webhooks.views import DeliveryViewSet, WebhookViewSet
 
 files = FileViewSet.as_view
 variants = VariantViewSet.as_view
@@ -55,7 +55,7 @@ urlpatterns = [
     path(f"{F}/variants/<str:variant_id>/download-url", variants({"post": "download_url"})),
     path("v1/webhooks", webhooks({"get": "list", "post": "create"})),
     path(W, webhooks({"get": "retrieve", "delete": "destroy"})),
-    path(f"{W}/deliveries", webhooks({"get": "deliveries"})),
+    path(f"{W}/deliveries", DeliveryViewSet.as_view({"get": "list"})),
     path(f"{W}/enable", webhooks({"post": "enable"})),
     path(f"{W}/deliveries/<str:delivery_id>/redeliver", webhooks({"post": "redeliver"})),
     path("admin/", admin.site.urls),

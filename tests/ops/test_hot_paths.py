@@ -5,7 +5,6 @@ closed is not reused by the socket-level health check."""
 
 from __future__ import annotations
 
-import json
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -27,7 +26,6 @@ from files.models import File, StoredObject
 from files.services.upload import file_upload_start
 from storage_service.fastfetch import _plain, columns, fetch_row, instance
 from storage_service.ids import new_id
-from storage_service.serializers import CleanedField
 from tests.factories import Actor
 from tests.helpers import error_code, start_upload
 from tests.subprocesses import database_url
@@ -176,27 +174,6 @@ def test_upload_start_leaves_nothing_when_its_event_cannot_be_written(
     assert not File.objects.filter(project=project).exists()
     assert not StoredObject.objects.filter(project=project).exists()
     assert Event.objects.filter(project=project).count() == 1
-
-
-def test_query_validation_builds_no_fields_per_request(
-    owner: Actor, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Issue 14: the list's query validator reuses one bound set of its fields (DRF would
-    deep-copy them for every request), and still answers every error as before."""
-    assert owner.get("/v1/files", {"limit": "5"}).status_code == 200  # warm
-    built: list[str] = []
-    original = CleanedField.__init__
-
-    def counting(self: CleanedField, *args: Any, **kwargs: Any) -> None:
-        built.append(type(self).__name__)
-        original(self, *args, **kwargs)
-
-    monkeypatch.setattr(CleanedField, "__init__", counting)
-    assert owner.get("/v1/files", {"limit": "5", "order": "asc"}).status_code == 200
-    refused = owner.get("/v1/files", {"limit": "0", "order": "up"})
-    assert refused.status_code == 400 and error_code(refused) == "VALIDATION_ERROR"
-    assert set(refused.json()["error"]["details"]) == {"limit", "order"}
-    assert built == []
 
 
 TIMESTAMPS = [
@@ -415,38 +392,6 @@ def test_a_key_revoked_elsewhere_is_401_before_429_and_before_400(owner: Actor) 
     _revoke_elsewhere(owner)
     _unknown_key_answer(owner.post("/v1/files/upload", UPLOAD))
     _unknown_key_answer(owner.post("/v1/files/upload", {"filename": ""}))
-
-
-@pytest.mark.parametrize(
-    "body",
-    [
-        {"filename": "a.png", "contentType": "image/png", "size": 5},
-        {"filename": "a.png", "contentType": "image/png", "size": 5, "path": "x/y"},
-        {"filename": "", "contentType": "image/png", "size": -1, "metadata": [1]},
-        {"filename": "a.png", "contentType": "nope", "size": "5", "fileName": "typo"},
-        {},
-        [],
-        "text",
-        {"filename": None, "contentType": None, "size": None},
-    ],
-)
-def test_one_shared_validator_answers_as_a_serializer_per_request(body: Any) -> None:
-    """validated() runs one serializer instance per class for every request (issue 14): the
-    same values and the same refusals as DRF's is_valid on a new instance."""
-    from rest_framework import serializers
-
-    from files.serializers import UploadRequest
-    from storage_service.serializers import validated
-
-    fresh = UploadRequest(data=body)
-    valid = fresh.is_valid()
-    if valid:
-        assert validated(UploadRequest, body) == dict(fresh.validated_data)
-        return
-    with pytest.raises(serializers.ValidationError) as refused:
-        validated(UploadRequest, body)
-    assert refused.value.detail == fresh.errors
-    assert json.dumps(refused.value.detail) == json.dumps(fresh.errors)
 
 
 @pytest.mark.django_db(transaction=True)
