@@ -45,8 +45,7 @@ class UploadRequest(StrictSerializer):
 
 
 def upload_arguments(body: dict[str, Any]) -> dict[str, Any]:
-    """A validated UploadRequest as services.file_upload_start's arguments (the DRF view and
-    the fast lane both start uploads from it)."""
+    """A validated UploadRequest as services.file_upload_start's arguments."""
     return {
         "filename": body["filename"],
         "content_type": body["contentType"],

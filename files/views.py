@@ -57,9 +57,7 @@ NOT_FOUND = ("FILE_NOT_FOUND",)
 
 
 class FileViewSet(viewsets.GenericViewSet):
-    """The contract's "Files" section. GET one file and upload start have fast lanes in
-    front of these views (files/fastviews.py), which hand them every request they do not
-    serve."""
+    """The contract's "Files" section."""
 
     pagination_class = CursorPagination
     filterset_class = FileFilterSet

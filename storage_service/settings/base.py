@@ -40,8 +40,7 @@ def database_from_url(url: str) -> dict[str, object]:
     # the API would hang instead of answering 503 while PostgreSQL is away.
     options.setdefault("connect_timeout", env_int("DATABASE_CONNECT_TIMEOUT", 5, minimum=1))
     return {
-        # Django's, with a health check that costs no round trip (storage_service/postgres/).
-        "ENGINE": "storage_service.postgres",
+        "ENGINE": "django.db.backends.postgresql",
         "NAME": name,
         "USER": unquote(parsed.username or ""),
         "PASSWORD": unquote(parsed.password or ""),
@@ -87,25 +86,15 @@ MIDDLEWARE = [
     # a query string that is not UTF-8 with 400.
     "storage_service.middleware.RequestLimitsMiddleware",
     "django.middleware.security.SecurityMiddleware",
-    "django.middleware.common.CommonMiddleware",
-    # ADMIN_MIDDLEWARE below, for every path but the API's (/v1/).
-    "storage_service.middleware.AdminStackMiddleware",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
-]
-# --- The admin's middleware, skipped by API requests (issue 14) ---
-# What the admin, its login and the Swagger UI's assets need; an API request (bearer key, no
-# cookie, CSRF-exempt) needs none of it. Run in this order by AdminStackMiddleware.
-ADMIN_MIDDLEWARE = [
     # The admin's assets, served by the app itself in every profile (no separate web server).
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
-# Django's checks look for these in MIDDLEWARE only; storage_service/checks.py makes the same
-# checks (admin.E408-E410, security.W003) on ADMIN_MIDDLEWARE, where they are.
-SILENCED_SYSTEM_CHECKS = ["admin.E408", "admin.E409", "admin.E410", "security.W003"]
 
 ROOT_URLCONF = "storage_service.urls"
 # A refused CSRF check answers the one error body too (the API's views are exempt; the admin
@@ -196,7 +185,7 @@ SERVICE_MAX_FILENAME_LENGTH = env_int("SERVICE_MAX_FILENAME_LENGTH", 255, minimu
 SERVICE_MAX_PATH_LENGTH = env_int("SERVICE_MAX_PATH_LENGTH", 1024, minimum=1, maximum=4096)
 SERVICE_MAX_METADATA_KEYS = env_int("SERVICE_MAX_METADATA_KEYS", 64, minimum=0)
 SERVICE_MAX_METADATA_BYTES = env_int("SERVICE_MAX_METADATA_BYTES", 8192, minimum=2)
-# --- Input limits (issue 11) ---
+# --- Input limits ---
 # Every limit here is also stated in the OpenAPI document, read from the same setting.
 # A request body above this is refused with 413 PAYLOAD_TOO_LARGE before it is read or parsed
 # (the largest legitimate body, a part-number list or 8 KiB of metadata, is far below).
@@ -358,7 +347,7 @@ CELERY_BEAT_SCHEDULE["requeue-stale-variants"] = {
     "schedule": env_int("SERVICE_VARIANT_SWEEP_INTERVAL_SECONDS", 300, minimum=10),
 }
 
-# --- Image work limits (issue 11) ---------------------------------------------------------
+# --- Image work limits ---------------------------------------------------------------------
 # Each is documented, with its reason, in the "Image work" section of docs/security.md.
 # Originals larger than this are never downloaded: the size is checked by HEAD first, and the
 # download itself is a ranged GET that stops at this many bytes (an object that grew).
@@ -403,7 +392,7 @@ SERVICE_TRANSFORM_QUEUE = env_str("SERVICE_TRANSFORM_QUEUE", "transforms")
 CELERY_TASK_ROUTES["variants.tasks.process_variant"] = {"queue": SERVICE_TRANSFORM_QUEUE}
 
 
-# --- Locks and timeouts (issue 11) -----------------------------------------------------------
+# --- Locks and timeouts ----------------------------------------------------------------------
 # Every API request must end, with an answer, inside gunicorn's worker timeout (gunicorn.conf.py
 # reads the same API_TIMEOUT_SECONDS): a request still running then is killed, and its client
 # gets a dropped connection (a 502 behind a proxy) instead of the documented 503.
@@ -445,7 +434,7 @@ _db_options["options"] = " ".join(
 )
 
 
-# --- Webhook fairness, safe defaults and retention (issue 11, "hooks") ----------------------
+# --- Webhook fairness, safe defaults and retention ------------------------------------------
 # Webhooks may not reach private networks (SSRF) unless a profile or the operator allows it;
 # only the dev profile turns it on by default (storage_service/settings/dev.py).
 SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS = env_bool("SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS", False)
