@@ -347,7 +347,7 @@ CELERY_BEAT_SCHEDULE["requeue-stale-variants"] = {
     "schedule": env_int("SERVICE_VARIANT_SWEEP_INTERVAL_SECONDS", 300, minimum=10),
 }
 
-# --- Image work limits ---------------------------------------------------------------------
+# --- Image work limits -------------------------------------------------------------------
 # Each is documented, with its reason, in the "Image work" section of docs/security.md.
 # Originals larger than this are never downloaded: the size is checked by HEAD first, and the
 # download itself is a ranged GET that stops at this many bytes (an object that grew).
@@ -392,7 +392,7 @@ SERVICE_TRANSFORM_QUEUE = env_str("SERVICE_TRANSFORM_QUEUE", "transforms")
 CELERY_TASK_ROUTES["variants.tasks.process_variant"] = {"queue": SERVICE_TRANSFORM_QUEUE}
 
 
-# --- Locks and timeouts ----------------------------------------------------------------------
+# --- Locks and timeouts ---------------------------------------------------------------------
 # Every API request must end, with an answer, inside gunicorn's worker timeout (gunicorn.conf.py
 # reads the same API_TIMEOUT_SECONDS): a request still running then is killed, and its client
 # gets a dropped connection (a 502 behind a proxy) instead of the documented 503.
@@ -434,7 +434,7 @@ _db_options["options"] = " ".join(
 )
 
 
-# --- Webhook fairness, safe defaults and retention ------------------------------------------
+# --- Webhook fairness, safe defaults and retention -------------------------------------------
 # Webhooks may not reach private networks (SSRF) unless a profile or the operator allows it;
 # only the dev profile turns it on by default (storage_service/settings/dev.py).
 SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS = env_bool("SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS", False)
