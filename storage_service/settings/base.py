@@ -39,6 +39,12 @@ def database_from_url(url: str) -> dict[str, object]:
     # Without it a connect to an unreachable host waits for the kernel's TCP timeout (minutes);
     # the API would hang instead of answering 503 while PostgreSQL is away.
     options.setdefault("connect_timeout", env_int("DATABASE_CONNECT_TIMEOUT", 5, minimum=1))
+    # Parameters bound by the server, and a statement run this many times on a connection
+    # prepared (parsed and planned once): every request runs the same few statements. A
+    # transaction-mode pooler (PgBouncer) in between needs DATABASE_PREPARE_THRESHOLD=0 (off).
+    options.setdefault("server_side_binding", True)
+    threshold = env_int("DATABASE_PREPARE_THRESHOLD", 2, minimum=0)
+    options.setdefault("prepare_threshold", threshold or None)
     return {
         "ENGINE": "django.db.backends.postgresql",
         "NAME": name,
@@ -49,6 +55,8 @@ def database_from_url(url: str) -> dict[str, object]:
         # Persistent connections: the API answers most requests with two or three queries, so
         # a fresh connection per request would dominate latency.
         "CONN_MAX_AGE": env_int("DATABASE_CONN_MAX_AGE", 60, minimum=0),
+        # A reused connection is checked (SELECT 1) at the start of each request, so one that
+        # PostgreSQL closed (a restart, a failover) is replaced instead of failing a request.
         "CONN_HEALTH_CHECKS": True,
         "OPTIONS": options,
     }
