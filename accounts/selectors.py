@@ -13,8 +13,8 @@ def api_key_resolve(*, raw_key: str) -> ApiKey | None:
     """
     if not is_well_formed(raw_key):
         return None
-    return (
-        ApiKey.objects.select_related("project__organization")
-        .filter(key_hash=hash_key(raw_key), revoked_at__isnull=True)
-        .first()
-    )
+    # key_hash is unique: no ORDER BY needed to take the one row (as .first() would add).
+    found = ApiKey.objects.select_related("project__organization").filter(
+        key_hash=hash_key(raw_key), revoked_at__isnull=True
+    )[:1]
+    return next(iter(found), None)
