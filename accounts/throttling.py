@@ -165,3 +165,7 @@ class ApiKeyRateThrottle(BaseThrottle):
         if granted >= 1:
             return None
         return (window + 1) * WINDOW_SECONDS - now
+
+
+# For counting beyond the one request the throttle counts (a batch counts each operation).
+refusal_wait = ApiKeyRateThrottle.refusal_wait
