@@ -21,8 +21,8 @@ class StoredObject(models.Model):
         DISCARDED = "discarded"  # nothing needs it any more; the purge sweep removes it
         PURGED = "purged"  # removed from the store
 
-    # Only the live objects are indexed by project (storedobject_live_project): the admin's
-    # per-project storage sum reads that project's entries, never the whole table.
+    # Only the objects that hold or reserve bytes are indexed by project (storedobject_held):
+    # a tenant's usage reads that tenant's entries, never the whole table.
     project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="+", db_index=False)
     mode = mode_field()
     storage_key = models.CharField(max_length=200, unique=True)
@@ -43,12 +43,13 @@ class StoredObject(models.Model):
                 name="storedobject_discarded",
                 condition=Q(state="discarded"),
             ),
-            # Sum of a tenant's stored bytes (files/usage.py) as an index-only scan.
+            # A tenant's bytes in the store and its pending uploads' reservations
+            # (files/usage.py: usage and the storage quota), as index-only scans.
             models.Index(
                 fields=["project", "mode"],
-                include=["size"],
-                name="storedobject_live_project",
-                condition=Q(state="live"),
+                include=["state", "size", "declared_size"],
+                name="storedobject_held",
+                condition=Q(state__in=["pending", "live", "discarded"]),
             ),
         ]
 

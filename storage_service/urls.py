@@ -8,7 +8,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import path, re_path
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
 
-from accounts.views import MeView
+from accounts.views import MeView, UsageView
 from files import fastviews
 from files.views import FileViewSet, FolderViewSet
 from storage_service.errors import handler404 as handler404_view
@@ -28,6 +28,7 @@ W = "v1/webhooks/<str:webhook_id>"
 
 urlpatterns = [
     path("v1/me", MeView.as_view()),
+    path("v1/usage", UsageView.as_view()),
     # The three hottest requests have fast lanes in front of their views (issue 14).
     path("v1/files/upload", fast_lane(files({"post": "upload"}), "POST", fastviews.upload)),
     path("v1/files", fast_lane(files({"get": "list"}), "GET", fastviews.list_files)),

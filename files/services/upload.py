@@ -27,6 +27,7 @@ from files.services.common import (
     verify,
 )
 from files.services.idempotency import SINGLE, idempotency_claim, idempotency_remember
+from files.services.limits import limits_check, storage_reserve
 from storage_service import objectstore
 from storage_service.errors import (
     ApiError,
@@ -56,27 +57,35 @@ def file_upload_start(
     ``active_key_hash`` (without an Idempotency-Key only): write nothing, and raise
     KeyNotActive, unless the key with this hash is still active when the write runs.
 
-    1. Refuse sizes above the single-PUT limit (413; larger files use multipart).
+    1. Refuse sizes above the single-PUT limit (413; larger files use multipart), and what
+       the tenant's limits refuse (413, 422); under a storage limit, reserve the size (403
+       when it does not fit) in the transaction that inserts the pending object.
     2. With an Idempotency-Key: serialize requests with that key (advisory lock), and replay
        the first request's file and upload descriptor if the body is the same; a different
        body under the same key is refused.
     3. Otherwise create the stored object and the file, record ``file.created``.
     """
     check_single_put_size(size)
+    limits = limits_check(tenant=tenant, content_type=content_type, size=size)
     if idempotency_key is None:
-        return _upload_start_one_statement(
-            tenant=tenant,
-            filename=filename,
-            content_type=content_type,
-            size=size,
-            path=path,
-            metadata=metadata,
-            active_key_hash=active_key_hash,
-        )
+        # A tenant with a storage limit reserves in the statement's own transaction.
+        reserving = limits is not None and limits.max_storage_bytes is not None
+        with transaction.atomic() if reserving else nullcontext():
+            storage_reserve(tenant=tenant, limits=limits, size=size)
+            return _upload_start_one_statement(
+                tenant=tenant,
+                filename=filename,
+                content_type=content_type,
+                size=size,
+                path=path,
+                metadata=metadata,
+                active_key_hash=active_key_hash,
+            )
     with transaction.atomic():
         replay = _idempotent_replay(tenant, idempotency_key, request_hash)
         if replay is not None:
             return replay
+        storage_reserve(tenant=tenant, limits=limits, size=size)
         stored = new_object(tenant, content_type=content_type, size=size)
         file = File.objects.create(
             **tenant.owner(),
