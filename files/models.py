@@ -102,6 +102,8 @@ class File(models.Model):
     # Status before a soft delete, so restore brings the file back as it was.
     status_before_delete = models.CharField(max_length=10, choices=Status.choices, blank=True)
     purged_at = models.DateTimeField(null=True, blank=True)
+    # When the expiry sweep deletes the file (as DELETE would); null: never.
+    expires_at = models.DateTimeField(null=True, blank=True)
 
     objects = FileQuerySet.as_manager()
 
@@ -141,6 +143,12 @@ class File(models.Model):
             ),
             models.Index(
                 fields=["project", "mode", "status", "-created_at", "-id"], name="file_list_status"
+            ),
+            # The expiry sweep: files not deleted that carry an expiry, soonest first.
+            models.Index(
+                fields=["expires_at"],
+                name="file_expiry_due",
+                condition=Q(expires_at__isnull=False) & ~Q(status="deleted"),
             ),
             # The purge sweep: deleted, not yet purged, oldest first.
             models.Index(

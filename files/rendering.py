@@ -60,6 +60,10 @@ METADATA = "metadata"  # between HEAD and TAIL, written by metadata_text
 TAIL = (
     _Key("createdAt", _timestamp("created_at")),
     _Key("updatedAt", _timestamp("updated_at")),
+    _Key(
+        "expiresAt",
+        f"CASE WHEN {{t}}.expires_at IS NULL THEN 'null' ELSE {_timestamp('expires_at')} END",
+    ),
     _Key("uploadedAt", _timestamp("uploaded_at"), when="{t}.uploaded_at IS NOT NULL"),
     # file_json: "if file.checksum" (neither null nor empty).
     _Key("checksum", _json("checksum"), when="coalesce({t}.checksum, '') <> ''"),

@@ -27,3 +27,10 @@ def expire_pending_uploads() -> int:
     expired = services.files_expire_pending()
     logger.info("pending sweep: %d upload(s) expired", expired)
     return expired
+
+
+@shared_task(name="files.tasks.expire_files")
+def expire_files() -> int:
+    expired = services.files_expire_due()
+    logger.info("expiry sweep: %d file(s) expired", expired)
+    return expired

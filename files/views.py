@@ -66,7 +66,13 @@ class FileViewSet(viewsets.ViewSet):
         request=UploadRequest,
         responses={
             201: Links(FileWithUploadJson, file_links("$response.body#/file/id")),
-            **errors_of("FILE_TOO_LARGE", "IDEMPOTENCY_KEY_REUSED", "STORAGE_UNAVAILABLE"),
+            **errors_of(
+                "FILE_TOO_LARGE",
+                "QUOTA_EXCEEDED",
+                "CONTENT_TYPE_NOT_ALLOWED",
+                "IDEMPOTENCY_KEY_REUSED",
+                "STORAGE_UNAVAILABLE",
+            ),
         },
     )
     def upload(self, request: Request) -> Response:
@@ -101,6 +107,7 @@ class FileViewSet(viewsets.ViewSet):
                 "OBJECT_NOT_FOUND",
                 "UPLOAD_SIZE_MISMATCH",
                 "CONTENT_TYPE_MISMATCH",
+                "CONTENT_TYPE_NOT_ALLOWED",
                 "STORAGE_UNAVAILABLE",
             ),
         },
@@ -208,6 +215,8 @@ class FileViewSet(viewsets.ViewSet):
                 "FILE_NOT_UPLOADED",
                 "REPLACE_IN_PROGRESS",
                 "FILE_TOO_LARGE",
+                "QUOTA_EXCEEDED",
+                "CONTENT_TYPE_NOT_ALLOWED",
                 "STORAGE_UNAVAILABLE",
             ),
         },
@@ -237,6 +246,7 @@ class FileViewSet(viewsets.ViewSet):
                 "OBJECT_NOT_FOUND",
                 "UPLOAD_SIZE_MISMATCH",
                 "CONTENT_TYPE_MISMATCH",
+                "CONTENT_TYPE_NOT_ALLOWED",
                 "STORAGE_UNAVAILABLE",
             ),
         },

@@ -136,6 +136,7 @@ def upload_start(
     size: int,
     path: str | None = None,
     metadata: dict[str, Any] | None = None,
+    expires_at: datetime | None = None,
     idempotency_key: str | None = None,
     request_hash: str = "",
 ) -> StartedMultipart:
@@ -198,6 +199,7 @@ def upload_start(
                 content_type=content_type,
                 size=size,
                 metadata=metadata,
+                expires_at=expires_at,
                 current_object=stored,
             )
             session = UploadSession.objects.create(

@@ -48,6 +48,7 @@ def file_upload_start(
     size: int,
     path: str | None = None,
     metadata: dict[str, Any] | None = None,
+    expires_at: datetime | None = None,
     idempotency_key: str | None = None,
     request_hash: str = "",
     active_key_hash: str | None = None,
@@ -66,21 +67,30 @@ def file_upload_start(
     3. Otherwise create the stored object and the file, record ``file.created``.
     """
     check_single_put_size(size)
-    limits = limits_check(tenant=tenant, content_type=content_type, size=size)
     if idempotency_key is None:
+        arguments: dict[str, Any] = {
+            "tenant": tenant,
+            "filename": filename,
+            "content_type": content_type,
+            "size": size,
+            "path": path,
+            "metadata": metadata,
+            "expires_at": expires_at,
+            "active_key_hash": active_key_hash,
+        }
+        try:
+            # Most tenants have no limits: the statement itself checks that, at no extra
+            # round trip, and refuses (writing nothing) for a tenant that has some.
+            return _upload_start_one_statement(**arguments, unlimited_only=True)
+        except TenantLimited:
+            pass
+        limits = limits_check(tenant=tenant, content_type=content_type, size=size)
         # A tenant with a storage limit reserves in the statement's own transaction.
         reserving = limits is not None and limits.max_storage_bytes is not None
         with transaction.atomic() if reserving else nullcontext():
             storage_reserve(tenant=tenant, limits=limits, size=size)
-            return _upload_start_one_statement(
-                tenant=tenant,
-                filename=filename,
-                content_type=content_type,
-                size=size,
-                path=path,
-                metadata=metadata,
-                active_key_hash=active_key_hash,
-            )
+            return _upload_start_one_statement(**arguments)
+    limits = limits_check(tenant=tenant, content_type=content_type, size=size)
     with transaction.atomic():
         replay = _idempotent_replay(tenant, idempotency_key, request_hash)
         if replay is not None:
@@ -94,6 +104,7 @@ def file_upload_start(
             content_type=content_type,
             size=size,
             metadata=metadata,
+            expires_at=expires_at,
             current_object=stored,
         )
         upload = presign_upload(stored)
@@ -119,6 +130,11 @@ class KeyNotActive(Exception):
     was written."""
 
 
+class TenantLimited(Exception):
+    """The tenant has limits, which an ``unlimited_only`` statement does not check: nothing
+    was written."""
+
+
 def _upload_start_one_statement(
     *,
     tenant: Tenant,
@@ -127,7 +143,9 @@ def _upload_start_one_statement(
     size: int,
     path: str | None,
     metadata: dict[str, Any] | None,
+    expires_at: datetime | None = None,
     active_key_hash: str | None = None,
+    unlimited_only: bool = False,
 ) -> StartedUpload:
     """The commonest upload start (no Idempotency-Key) in ONE statement (issue 14): the
     stored object's and the file's INSERTs (as the ORM's ``create`` would send them) as CTEs
@@ -138,7 +156,11 @@ def _upload_start_one_statement(
     ``active_key_hash``: the statement also checks that this key is still active (the stored
     object takes its project from the key's row, NULL once revoked, which its NOT NULL
     refuses), so a caller that knows the key from an earlier request needs no lookup of its
-    own; KeyNotActive when it was revoked."""
+    own; KeyNotActive when it was revoked.
+
+    ``unlimited_only``: the statement also checks that the tenant has no limits row (the
+    stored object takes its declared type from a CTE that is empty when it has one, which its
+    NOT NULL refuses); TenantLimited when it has, for the caller to check them first."""
     stored = new_object(tenant, content_type=content_type, size=size, save=False)
     file = File(
         **tenant.owner(),
@@ -147,6 +169,7 @@ def _upload_start_one_statement(
         content_type=content_type,
         size=size,
         metadata=metadata,
+        expires_at=expires_at,
         current_object=stored,
     )
     active, active_params, checked = "", [], {}
@@ -156,6 +179,13 @@ def _upload_start_one_statement(
             [active_key_hash],
         )
         checked = {"project_id": "(SELECT project_id FROM active)"}
+    if unlimited_only:
+        active += (
+            "unlimited AS (SELECT %s::varchar AS declared_type WHERE NOT EXISTS ("
+            "SELECT 1 FROM accounts_projectlimits WHERE project_id = %s AND mode = %s)), "
+        )
+        active_params = [*active_params, content_type, tenant.project_id, tenant.mode]
+        checked = {**checked, "declared_type": "(SELECT declared_type FROM unlimited)"}
     stored_sql, stored_params = insert_sql(stored, expressions=checked, returning="id")
     file_sql, file_params = insert_sql(
         file, expressions={"current_object_id": "(SELECT id FROM stored)"}
@@ -172,19 +202,22 @@ def _upload_start_one_statement(
         with guard:
             _, (stored.id,) = record_file_event_with_change(Event.Type.FILE_CREATED, file, change)
     except IntegrityError as exc:
-        if checked and _refused_project(exc.__cause__):
+        if checked and _refused_column(exc.__cause__, "project_id"):
             raise KeyNotActive from exc
+        if unlimited_only and _refused_column(exc.__cause__, "declared_type"):
+            raise TenantLimited from exc
         raise
     file.current_object = stored  # now with its id
     return StartedUpload(file=file, upload=presign_upload(stored))
 
 
-def _refused_project(error: BaseException | None) -> bool:
-    """The stored object's project refused as NULL: the ``active`` key was not."""
+def _refused_column(error: BaseException | None, column: str) -> bool:
+    """The stored object's ``column`` refused as NULL: its project when the ``active`` key
+    was not, its declared type when the tenant was not ``unlimited``."""
     return (
         isinstance(error, psycopg.errors.NotNullViolation)
         and error.diag.table_name == "files_storedobject"
-        and error.diag.column_name == "project_id"
+        and error.diag.column_name == column
     )
 
 

@@ -203,6 +203,7 @@ def _upload_view(body: dict[str, Any] | bytes) -> bytes:
     return body if isinstance(body, bytes) else json.dumps(body).encode()
 
 
+@pytest.mark.django_db(transaction=True)  # as a request runs: no test transaction around it
 def test_upload_is_served_by_the_lane_and_shaped_as_drfs(owner: Actor) -> None:
     body = _upload_view(upload_body(png_bytes(), path="in/here", metadata={"a": 1}))
     fast, slow, statements = both("POST", "/v1/files/upload", owner.key.raw_key, body)
