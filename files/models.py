@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 from django.db.models import Q
 
@@ -143,6 +144,16 @@ class File(models.Model):
             ),
             models.Index(
                 fields=["project", "mode", "status", "-created_at", "-id"], name="file_list_status"
+            ),
+            # metadata[<key>]=<value> filters of the listing: containment (@>) of each
+            # alternative (the string, the number, the boolean), ANDed across keys; the
+            # matches are then sorted (a selective filter leaves few). The recursive listing's
+            # path prefix is served by file_path_prefix (migrations 0002 and 0005).
+            GinIndex(
+                fields=["metadata"],
+                opclasses=["jsonb_path_ops"],
+                name="file_metadata",
+                condition=~Q(status="deleted"),
             ),
             # The expiry sweep: files not deleted that carry an expiry, soonest first.
             models.Index(
