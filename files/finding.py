@@ -19,15 +19,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.db.models import Q
+from rest_framework import serializers
 
 from files.validation import MAX_METADATA_KEY_LENGTH
 from storage_service.errors import ValidationError
+from storage_service.serializers import Schema, with_schema
 
 MAX_METADATA_FILTERS = 10
-# Bytes of UTF-8: a value is compared with stored metadata (8 KiB in all), so a longer one
-# can match nothing worth a query.
-MAX_METADATA_KEY_BYTES = 512
-MAX_METADATA_VALUE_BYTES = 1024
+# Characters (so at most four times as many bytes of UTF-8): a key is as long as a stored
+# key may be; a value is compared with stored metadata, and a longer one is of no use to
+# a search.
+MAX_METADATA_VALUE_LENGTH = 256
 _PARAM = re.compile(r"metadata\[(.*)\]", re.DOTALL)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # JSON's number grammar (RFC 8259), so "2026" and "-1.5e3" are numbers and "0x10", "+1",
@@ -44,9 +46,9 @@ def metadata_param_key(name: str) -> str | None:
 
 def metadata_filters_of(params: Mapping[str, str]) -> dict[str, str]:
     """The ``metadata[<key>]`` parameters of a query, each checked: at most
-    MAX_METADATA_FILTERS, keys of 1 to MAX_METADATA_KEY_LENGTH characters (and
-    MAX_METADATA_KEY_BYTES bytes), values of at most MAX_METADATA_VALUE_BYTES bytes, neither
-    with control characters; anything else is a 400 naming the parameter."""
+    MAX_METADATA_FILTERS, keys of 1 to MAX_METADATA_KEY_LENGTH characters, values of at most
+    MAX_METADATA_VALUE_LENGTH, neither with control characters; anything else is a 400
+    naming the parameter."""
     found: dict[str, str] = {}
     errors: dict[str, list[str]] = {}
     for name, value in params.items():
@@ -67,20 +69,16 @@ def metadata_filters_of(params: Mapping[str, str]) -> dict[str, str]:
 def _key_problem(key: str) -> str | None:
     if not key or len(key) > MAX_METADATA_KEY_LENGTH:
         return f"The key must be 1 to {MAX_METADATA_KEY_LENGTH} characters."
-    if len(key.encode("utf-8", "surrogatepass")) > MAX_METADATA_KEY_BYTES:
-        return f"The key must be at most {MAX_METADATA_KEY_BYTES} bytes as UTF-8."
     if _CONTROL.search(key):
         return "The key must not contain control characters."
     return None
 
 
 def _value_problem(value: str) -> str | None:
-    if len(value.encode("utf-8", "surrogatepass")) > MAX_METADATA_VALUE_BYTES:
-        return f"The value must be at most {MAX_METADATA_VALUE_BYTES} bytes as UTF-8."
+    if len(value) > MAX_METADATA_VALUE_LENGTH:
+        return f"The value must be at most {MAX_METADATA_VALUE_LENGTH} characters."
     if _CONTROL.search(value):
         return "The value must not contain control characters."
-    if any("\ud800" <= ch <= "\udfff" for ch in value):
-        return "The value must be valid UTF-8."
     return None
 
 
@@ -113,3 +111,34 @@ def subtree_q(path: str) -> Q:
     """The folder ``path`` and every folder below it (a prefix the index can range over)."""
     # startswith escapes LIKE's wildcards itself: a folder named "a_b" matches only itself.
     return Q(path=path) | Q(path__startswith=path + "/")
+
+
+def _metadata_schema() -> Schema:
+    return {
+        "type": "object",
+        "maxProperties": MAX_METADATA_FILTERS,
+        "propertyNames": {
+            "minLength": 1,
+            "maxLength": MAX_METADATA_KEY_LENGTH,
+            "pattern": "^[^\\x00-\\x1f\\x7f]+$",
+        },
+        "additionalProperties": {
+            "type": "string",
+            "maxLength": MAX_METADATA_VALUE_LENGTH,
+            "pattern": "^[^\\x00-\\x1f\\x7f]*$",
+        },
+        "x-style": "deepObject",
+    }
+
+
+@with_schema(_metadata_schema)
+def clean_metadata_param(value: Any) -> None:
+    """A bare ``metadata=`` parameter: the filters are ``metadata[<key>]=<value>``."""
+    raise serializers.ValidationError("Filter with metadata[<key>]=<value>.")
+
+
+@with_schema(lambda: {"type": "boolean", "default": False})
+def clean_recursive(value: Any) -> bool:
+    if value not in ("true", "false"):
+        raise serializers.ValidationError("Must be true or false.")
+    return bool(value == "true")

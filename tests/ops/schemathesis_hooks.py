@@ -8,6 +8,8 @@ each is tested directly elsewhere.
   say "unique items" but not "unique partNumber among items".
 - ``metadata`` is at most SERVICE_MAX_METADATA_BYTES as compact UTF-8 JSON (the document's
   ``x-maxSerializedBytes``); JSON Schema cannot measure a serialization.
+- ``expiresAt`` must be in the future and at most SERVICE_MAX_EXPIRY_DAYS ahead: a moment
+  JSON Schema cannot compare with the clock (tests/files/test_expiry.py).
 
 And one failure that is not one: ``DELETE /v1/files/{id}`` is a soft delete that
 ``POST /v1/files/{id}/restore`` undoes (the contract's trash). schemathesis counts only a POST
@@ -21,6 +23,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import schemathesis
@@ -28,6 +31,7 @@ from schemathesis import GenerationMode
 from schemathesis.openapi.checks import UseAfterFree
 
 METADATA_BYTES = 8192  # the default of SERVICE_MAX_METADATA_BYTES, which the test server uses
+EXPIRY_DAYS = 3650  # the default of SERVICE_MAX_EXPIRY_DAYS
 
 
 def _positive(case: Any) -> bool:
@@ -51,13 +55,34 @@ def _repeats_a_part(body: Any) -> bool:
     return len(numbers) != len(set(numbers))
 
 
+def _expiry_out_of_range(body: Any) -> bool:
+    """An expiresAt the server refuses for its moment alone (past, or too far ahead), with a
+    minute's margin each way for the time the request takes."""
+    value = body.get("expiresAt") if isinstance(body, dict) else None
+    if not isinstance(value, str):
+        return False
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return False  # not a date the schema allows either: the server's 400 is right
+    if moment.tzinfo is None:
+        return False
+    now = datetime.now(UTC)
+    margin = timedelta(minutes=1)
+    return not now + margin < moment < now + timedelta(days=EXPIRY_DAYS) - margin
+
+
 @schemathesis.hook
 def filter_case(context: Any, case: Any) -> bool:
     if not _positive(case):
         return True
     if case.query and "cursor" in case.query:
         return False
-    return not (_metadata_too_big(case.body) or _repeats_a_part(case.body))
+    return not (
+        _metadata_too_big(case.body)
+        or _repeats_a_part(case.body)
+        or _expiry_out_of_range(case.body)
+    )
 
 
 _order = itertools.count()
