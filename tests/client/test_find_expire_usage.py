@@ -19,9 +19,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 def test_metadata_and_recursive_listing(client: Client) -> None:
     def put(name: str, path: str | None, metadata: dict[str, object]) -> str:
-        return client.files.upload(
-            io.BytesIO(b"x"), filename=name, path=path, metadata=metadata
-        ).id
+        return client.files.upload(io.BytesIO(b"x"), filename=name, path=path, metadata=metadata).id
 
     top = put("a.txt", "a", {"year": 2026, "draft": True})
     deep = put("b.txt", "a/b/c", {"year": "2026", "draft": True})
@@ -32,7 +30,10 @@ def test_metadata_and_recursive_listing(client: Client) -> None:
         top,
         deep,
     }
-    assert {f.id for f in client.files.list(metadata={"year": "2026", "draft": True})} >= {top, deep}
+    assert {f.id for f in client.files.list(metadata={"year": "2026", "draft": True})} >= {
+        top,
+        deep,
+    }
     assert [f.id for f in client.files.list(path="a")] == [top]
     with pytest.raises(ValidationError):
         list(client.files.list(metadata={f"k{n}": "v" for n in range(11)}))
