@@ -512,8 +512,8 @@ def report(
     print("Goals:")
     by_label = {q.label: q for q in queries}
     pairs = [(queries[0], queries[1])] + [
-        (by_label[label], by_label[f"{label}, its last page"])
-        for label in ("metadata[batch]=42 (selective)", "path=team-7 recursive=true")
+        (by_label[first], by_label[f"{first.split(' (')[0]}, its last page"])
+        for first in ("metadata[batch]=42 (selective)", "path=team-7 recursive=true")
     ]
     for first, deep in pairs:
         ratio = deep.p50() / first.p50()
