@@ -11,6 +11,7 @@ from storage_client.errors import (
     AuthenticationError,
     ConfigurationError,
     ConflictError,
+    JobFailedError,
     NetworkError,
     NotFoundError,
     PayloadTooLargeError,
@@ -26,10 +27,12 @@ from storage_client.errors import (
     WaitTimeoutError,
 )
 from storage_client.models import (
+    BatchResult,
     Delivery,
     DeliveryEvent,
     File,
     Folder,
+    Job,
     MultipartSession,
     PresignedPart,
     PresignedUpload,
@@ -43,6 +46,7 @@ from storage_client.models import (
 
 __all__ = [
     "AuthenticationError",
+    "BatchResult",
     "Client",
     "ConfigurationError",
     "ConflictError",
@@ -50,6 +54,8 @@ __all__ = [
     "DeliveryEvent",
     "File",
     "Folder",
+    "Job",
+    "JobFailedError",
     "MultipartSession",
     "NetworkError",
     "NotFoundError",
