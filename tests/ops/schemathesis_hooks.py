@@ -87,7 +87,9 @@ def _batch_breaks_a_rule(body: Any) -> bool:
         return False
     items = [item for item in operations if isinstance(item, dict)]
     ids = [str(item.get("id")) for item in items]
-    return len(ids) != len(set(ids)) or any(_metadata_too_big(item) for item in items)
+    return len(ids) != len(set(ids)) or any(
+        _metadata_too_big(item) or _expiry_out_of_range(item) for item in items
+    )
 
 
 @schemathesis.hook
