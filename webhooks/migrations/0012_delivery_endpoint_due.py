@@ -7,7 +7,7 @@ class Migration(migrations.Migration):
     atomic = False
 
     dependencies = [
-        ("webhooks", "0009_folder_events"),
+        ("webhooks", "0011_event_types"),
     ]
 
     operations = [

@@ -28,7 +28,7 @@ class Migration(migrations.Migration):
     atomic = False
 
     dependencies = [
-        ("files", "0006_jobs"),
+        ("files", "0009_merge_0006_jobs_0008_file_metadata"),
     ]
 
     operations = [
