@@ -9,6 +9,7 @@ from rest_framework.views import APIView
 
 from accounts.context import api_key_of
 from accounts.models import ApiKey
+from accounts.scopes import ScopeName, scope, scopes_of
 from accounts.shapes import Environment, MeJson
 from storage_service.shapes import Data
 from storage_service.timefmt import iso_required
@@ -29,6 +30,7 @@ def me_json(api_key: ApiKey) -> MeJson:
             "id": api_key.id,
             "prefix": api_key.prefix,
             "environment": environment,
+            "scopes": cast(list[ScopeName], scopes_of(api_key)),
             "createdAt": iso_required(api_key.created_at),
         },
         "environment": environment,
@@ -38,6 +40,7 @@ def me_json(api_key: ApiKey) -> MeJson:
 class MeView(APIView):
     @extend_schema(
         tags=["identity"],
+        extensions=scope(None),
         summary="The project, organization and key this request authenticates as",
         responses={200: Data[MeJson]},
     )

@@ -2,11 +2,25 @@
 
 from __future__ import annotations
 
+from django.db.models import QuerySet
+
 from accounts.tenancy import Tenant
-from storage_service.pagination import Page, decode_cursor, encode_cursor
-from webhooks.models import Delivery, Endpoint
+from storage_service.errors import EventNotFound, WebhookNotFound
+from storage_service.ids import looks_like_id
+from storage_service.pagination import Keyset, Page, decode_cursor, encode_cursor
+from webhooks.models import Delivery, Endpoint, Event, EventQuerySet
 
 _DELIVERY_SCOPE = "deliveries"
+
+
+def endpoint_get(*, tenant: Tenant, webhook_id: str) -> Endpoint:
+    """One endpoint of the tenant; another tenant's answers as a missing one."""
+    if not looks_like_id(webhook_id, "wh"):
+        raise WebhookNotFound("No such webhook endpoint.")
+    endpoint = Endpoint.objects.for_tenant(tenant).filter(id=webhook_id).first()
+    if endpoint is None:
+        raise WebhookNotFound("No such webhook endpoint.")
+    return endpoint
 
 
 def endpoint_list(*, tenant: Tenant) -> list[Endpoint]:
@@ -31,3 +45,32 @@ def delivery_list(*, endpoint: Endpoint, limit: int, cursor: str | None) -> Page
     items = items[:limit]
     next_cursor = encode_cursor(_DELIVERY_SCOPE, None, items[-1].id) if has_more else None
     return Page(items=items, has_more=has_more, next_cursor=next_cursor)
+
+
+def event_queryset(*, tenant: Tenant) -> EventQuerySet:
+    """The tenant's retained events, newest first (the ``event_project_created_id`` index;
+    with a type, ``event_project_type_created``)."""
+    return Event.objects.for_tenant(tenant).retained().order_by("-created_at", "-id")
+
+
+def event_get(*, tenant: Tenant, event_id: str) -> Event:
+    """One retained event of the tenant; another tenant's answers as a missing one."""
+    event = (
+        Event.objects.for_tenant(tenant).retained().filter(id=event_id).first()
+        if looks_like_id(event_id, "evt")
+        else None
+    )
+    if event is None:
+        raise EventNotFound("No such event (events are kept for the retention window).")
+    return event
+
+
+_EVENTS = Keyset(field="created_at", column="created_at", descending=True, scope="events")
+
+
+def event_list(*, tenant: Tenant, type: str | None, limit: int, cursor: str | None) -> Page[Event]:
+    rows: QuerySet[Event] = event_queryset(tenant=tenant)
+    if type is not None:
+        rows = rows.filter(type=type)
+    rows = _EVENTS.after(rows, cursor)
+    return _EVENTS.page(list(rows[: limit + 1]), limit)

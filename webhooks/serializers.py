@@ -5,18 +5,23 @@ from __future__ import annotations
 import re
 from typing import Any, cast
 
+from django.utils import timezone
 from rest_framework import serializers
 
 from storage_service.serializers import (
     CleanedField,
     StrictSerializer,
+    choice,
     clean_cursor,
+    clean_timestamp,
     query_int,
+    strict_int,
     with_schema,
 )
 from storage_service.timefmt import iso, iso_required
 from webhooks.models import Delivery, Endpoint, Event
 from webhooks.network import MAX_URL_LENGTH, URL_PATTERN, UrlRefused, parse_url
+from webhooks.services import ROTATION_OVERLAP_DEFAULT_SECONDS, ROTATION_OVERLAP_MAX_SECONDS
 from webhooks.shapes import (
     DeliveryJson,
     DeliveryStatus,
@@ -88,7 +93,26 @@ class EndpointCreateRequest(StrictSerializer):
     events = CleanedField(clean_events, required=False)
 
 
+class ReplayRequest(StrictSerializer):
+    since = CleanedField(clean_timestamp)
+    until = CleanedField(clean_timestamp, required=False)
+
+
+class RotateSecretRequest(StrictSerializer):
+    overlapSeconds = CleanedField(
+        strict_int(0, ROTATION_OVERLAP_MAX_SECONDS),
+        required=False,
+        default=ROTATION_OVERLAP_DEFAULT_SECONDS,
+    )
+
+
 class DeliveryListQuery(serializers.Serializer):
+    limit = CleanedField(query_int(1, 100), required=False, default=20)
+    cursor = CleanedField(clean_cursor, required=False)
+
+
+class EventListQuery(serializers.Serializer):
+    type = CleanedField(choice(tuple(Event.Type.values)), required=False)
     limit = CleanedField(query_int(1, 100), required=False, default=20)
     cursor = CleanedField(clean_cursor, required=False)
 
@@ -103,8 +127,17 @@ def endpoint_json(endpoint: Endpoint) -> WebhookJson:
         "status": cast(EndpointStatus, endpoint.status),
         "disabledAt": iso(endpoint.disabled_at),
         "disabledReason": cast(DisabledReason | None, endpoint.disabled_reason),
+        "previousSecretExpiresAt": overlap_end(endpoint),
         "createdAt": iso_required(endpoint.created_at),
     }
+
+
+def overlap_end(endpoint: Endpoint) -> str | None:
+    """When the replaced secret stops signing, while it still does."""
+    expires = endpoint.previous_secret_expires_at
+    if endpoint.previous_secret is None or expires is None or expires <= timezone.now():
+        return None
+    return iso(expires)
 
 
 def delivery_json(delivery: Delivery) -> DeliveryJson:
