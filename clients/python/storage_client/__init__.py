@@ -28,6 +28,7 @@ from storage_client.errors import (
 from storage_client.models import (
     Delivery,
     DeliveryEvent,
+    Event,
     File,
     Folder,
     MultipartSession,
@@ -46,6 +47,7 @@ __all__ = [
     "ConflictError",
     "Delivery",
     "DeliveryEvent",
+    "Event",
     "File",
     "Folder",
     "MultipartSession",
