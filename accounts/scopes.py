@@ -101,6 +101,8 @@ class HasScope(BasePermission):
         api_key = request.auth
         if not isinstance(api_key, ApiKey) or api_key.scopes is None:
             return True  # no key: HasProject's 401 comes first; a full key holds every scope
+        if request.method == "OPTIONS":
+            return True  # describes the route, changes nothing, reads no tenant data
         needed = declared_scope(view, request)
         if needed is None:
             return True

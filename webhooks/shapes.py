@@ -118,7 +118,9 @@ class EventEnvelopeJson(TypedDict):
     id: EventId
     type: EventType
     created_at: Timestamp
-    data: dict[str, Any]
+    # Named, so that generated clients give the payload its own class (an inline object
+    # would be named "EventEnvelopeData", the name of the {"data": <envelope>} answer).
+    data: Annotated[dict[str, Any], JsonSchema(title="EventPayload")]
 
 
 # The requests our deliveries make, in the document's "webhooks" section (OpenAPI 3.1).
