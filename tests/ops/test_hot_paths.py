@@ -1,4 +1,4 @@
-"""What the hot paths' shortcuts (issue 14) must not change: a revoked key stops at once on
+"""What the hot paths' shortcuts must not change: a revoked key stops at once on
 the key-joined read, every way of sending a bad key answers as before, the admin keeps its
 sessions and CSRF check while API answers carry nothing of them, and a connection PostgreSQL
 closed is not reused by the socket-level health check."""
@@ -24,7 +24,6 @@ from accounts.models import ApiKey, Organization, Project
 from accounts.services import api_key_revoke, project_create
 from accounts.tenancy import Tenant
 from files.models import File, StoredObject
-from files.serializers import FileListQuery
 from files.services.upload import file_upload_start
 from storage_service.fastfetch import _plain, columns, fetch_row, instance
 from storage_service.ids import new_id
@@ -142,8 +141,8 @@ def test_a_connection_postgresql_closed_is_not_reused() -> None:
 
 
 def test_upload_start_writes_its_change_and_event_in_one_statement(owner: Actor) -> None:
-    """Issue 14: the key lookup, then ONE statement for the stored object, the file, the
-    file.created event and its deliveries (was: savepoint, three INSERTs, release)."""
+    """The key lookup, then ONE statement for the stored object, the file, the file.created
+    event and its deliveries: no savepoint, no INSERT of its own for each."""
     with override_settings(SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS=True):
         endpoint_create(tenant=owner.tenant, url="http://127.0.0.1:9/hook", events=None)
     with CaptureQueriesContext(connection) as queries:
@@ -182,8 +181,8 @@ def test_upload_start_leaves_nothing_when_its_event_cannot_be_written(
 def test_query_validation_builds_no_fields_per_request(
     owner: Actor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 14: the list's query validator reuses one bound set of its fields (DRF would
-    deep-copy them for every request), and still answers every error as before."""
+    """The list's query validator reuses one bound set of its fields (DRF would deep-copy
+    them for every request), and still refuses each bad parameter by name (VALIDATION_ERROR)."""
     assert owner.get("/v1/files", {"limit": "5"}).status_code == 200  # warm
     built: list[str] = []
     original = CleanedField.__init__
@@ -212,7 +211,7 @@ TIMESTAMPS = [
 
 
 def test_the_c_timestamp_loader_reads_what_djangos_loader_reads() -> None:
-    """The backend reads timestamptz with psycopg's C loader (issue 14); Django's own loader
+    """The backend reads timestamptz with psycopg's C loader; Django's own loader
     would give the same instants in the same tzinfo object."""
     from django.db.backends.postgresql.psycopg_any import register_tzloader  # type: ignore[import-untyped]
 
@@ -253,8 +252,8 @@ def _read_fast(model: Any, pk: Any) -> Any:
 
 
 def test_fast_instances_are_what_the_orm_makes(owner: Actor) -> None:
-    """instance() sets a full row's values directly where Model.__init__ would only set them
-    (issue 14): the same attributes, values, order and state as the ORM's own instance, and
+    """instance() sets a full row's values directly where Model.__init__ would only set them:
+    the same attributes, values, order and state as the ORM's own instance, and
     it saves like one."""
     file_id = start_upload(owner, metadata={"a": [1, 2.5, None], "é": "\u2028"})["file"]["id"]
     project = owner.project
@@ -294,79 +293,6 @@ def test_a_model_with_init_listeners_is_made_by_from_db(owner: Actor) -> None:
         post_init.disconnect(listen, sender=File)
         _plain.cache_clear()
     assert seen == [file_id] and read.id == file_id
-
-
-def test_the_lists_statement_is_planned_once_not_per_request(owner: Actor) -> None:
-    """The list's keyed statement leaves out deleted files with a literal, not a parameter:
-    with a parameter, PostgreSQL cannot use the partial indexes (``WHERE NOT status =
-    'deleted'``) in a generic plan, and so planned the page again on every request."""
-    for number in range(30):
-        start_upload(owner, filename=f"f{number}.txt", path="docs")
-    # Enough other files that reading the table without those indexes costs the planner more
-    # than planning each time (PostgreSQL compares the two), as on any real project.
-    stored = StoredObject.objects.create(
-        storage_key=f"{owner.project.id}/shared",
-        project=owner.project,
-        mode=owner.tenant.mode,
-        declared_type="text/plain",
-        declared_size=1,
-    )
-    File.objects.bulk_create(
-        File(
-            id=new_id("file"),
-            current_object=stored,
-            project=owner.project,
-            mode=owner.tenant.mode,
-            filename=f"other-{number}.txt",
-            path=f"other/{number % 50}",
-            content_type="text/plain",
-            size=1,
-            status=File.Status.UPLOADED if number % 2 else File.Status.DELETED,
-        )
-        for number in range(5000)
-    )
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE files_file")
-    for _ in range(8):  # PostgreSQL weighs a generic plan after five custom ones
-        listed = owner.get("/v1/files?path=docs&limit=20")
-        assert listed.status_code == 200 and len(listed.json()["data"]) == 20
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT generic_plans, custom_plans FROM pg_prepared_statements"
-            " WHERE statement LIKE '%LEFT JOIN LATERAL%'"
-        )
-        plans = cursor.fetchall()
-    assert len(plans) == 1, plans
-    generic, custom = plans[0]
-    assert generic >= 3 and custom <= 5, plans
-
-
-def test_a_repeated_list_query_is_validated_once_and_refusals_every_time(
-    owner: Actor, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The list's query validation is kept for the very same parameters (it depends on
-    nothing else); a refused query is refused again, with the same details."""
-    query = {"limit": "7", "sortBy": "filename", "order": "asc", "path": "kept/here"}
-    first = owner.get("/v1/files", query)
-    assert first.status_code == 200
-    runs: list[str] = []
-    original = FileListQuery.run_validation
-
-    def counting(self: FileListQuery, data: Any = None) -> Any:
-        runs.append("ran")
-        return original(self, data)
-
-    monkeypatch.setattr(FileListQuery, "run_validation", counting)
-    again = owner.get("/v1/files", query)
-    assert again.status_code == 200 and again.content == first.content
-    assert runs == []
-    other = owner.get("/v1/files", {**query, "limit": "8"})  # other parameters: validated
-    assert other.status_code == 200 and runs == ["ran"]
-    for _ in range(2):
-        refused = owner.get("/v1/files", {**query, "limit": "0"})
-        assert refused.status_code == 400 and error_code(refused) == "VALIDATION_ERROR"
-        assert refused.json()["error"]["details"] == {"limit": ["Must be from 1 to 100."]}
-    assert runs == ["ran"] * 3
 
 
 def test_an_insert_compiled_once_sends_what_the_compiler_sends(
@@ -491,33 +417,6 @@ def test_a_key_revoked_elsewhere_is_401_before_429_and_before_400(owner: Actor) 
     _unknown_key_answer(owner.post("/v1/files/upload", {"filename": ""}))
 
 
-def test_hot_statements_fit_psycopgs_cache_of_parsed_queries(
-    owner: Actor, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """psycopg parses a query's placeholders again on every execution once it is longer than
-    its cache takes (4,096 characters or 50 parameters): 15% of an upload's CPU when its
-    statement grew past that. The hot statements stay within it."""
-    from psycopg import _queries
-
-    sent: list[tuple[int, int]] = []
-    execute = psycopg.Cursor.execute
-
-    def spy(self: Any, query: Any, params: Any = None, **kwargs: Any) -> Any:
-        sent.append((len(query), len(params or ())))
-        return execute(self, query, params, **kwargs)
-
-    file_id = start_upload(owner, path="docs")["file"]["id"]  # the key, now known
-    monkeypatch.setattr(psycopg.Cursor, "execute", spy)
-    assert owner.post("/v1/files/upload", UPLOAD).status_code == 201
-    assert owner.get(f"/v1/files/{file_id}").status_code == 200
-    assert owner.get("/v1/files?path=docs&limit=20").status_code == 200
-    statements = [(length, params) for length, params in sent if length > 100]  # no SAVEPOINTs
-    assert len(statements) == 3, sent
-    for length, params in statements:
-        assert length <= _queries.MAX_CACHED_STATEMENT_LENGTH, sent
-        assert params <= _queries.MAX_CACHED_STATEMENT_PARAMS, sent
-
-
 @pytest.mark.parametrize(
     "body",
     [
@@ -532,7 +431,7 @@ def test_hot_statements_fit_psycopgs_cache_of_parsed_queries(
     ],
 )
 def test_one_shared_validator_answers_as_a_serializer_per_request(body: Any) -> None:
-    """validated() runs one serializer instance per class for every request (issue 14): the
+    """validated() runs one serializer instance per class for every request: the
     same values and the same refusals as DRF's is_valid on a new instance."""
     from rest_framework import serializers
 
