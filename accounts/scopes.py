@@ -71,17 +71,18 @@ _UNDECLARED = object()
 _declared: dict[tuple[type, str, str], object] = {}
 
 
-def declared_scope(view: Any, request: Request) -> object:
-    """The scope the view's handler for this request declares in its ``@extend_schema``
-    (drf-spectacular keeps the declaration on the handler as its schema class)."""
-    method = (request.method or "GET").lower()
-    handler_name = getattr(view, "action", None) or method
-    key = (type(view), handler_name, method)
+def declared_scope(view_class: type, handler_name: str, method: str) -> object:
+    """The scope the handler declares in its ``@extend_schema`` (drf-spectacular keeps the
+    declaration on the handler as its schema class): a scope, None (any key), or
+    ``_UNDECLARED``. Read once per handler, on a bare view of the class."""
+    key = (view_class, handler_name, method.upper())
     if key not in _declared:
-        handler = getattr(view, handler_name, None)
+        handler = getattr(view_class, handler_name, None)
         schema_class = getattr(handler, "kwargs", {}).get("schema")
         found: object = _UNDECLARED
         if schema_class is not None:
+            view = view_class()
+            view.request, view.kwargs = None, {}  # what the schema's version check reads
             schema = schema_class()
             schema.view = view
             schema.method = method.upper()
@@ -92,28 +93,45 @@ def declared_scope(view: Any, request: Request) -> object:
     return _declared[key]
 
 
-class HasScope(BasePermission):
-    """403 ``INSUFFICIENT_SCOPE`` when the key lacks the operation's scope. An operation that
-    declares none is refused to every restricted key (the scope walk in the tests fails on
-    it first)."""
-
-    def has_permission(self, request: Request, view: Any) -> bool:
-        api_key = request.auth
-        if not isinstance(api_key, ApiKey) or api_key.scopes is None:
-            return True  # no key: HasProject's 401 comes first; a full key holds every scope
-        if request.method == "OPTIONS":
-            return True  # describes the route, changes nothing, reads no tenant data
-        needed = declared_scope(view, request)
-        if needed is None:
-            return True
-        if needed is _UNDECLARED:
-            raise InsufficientScope(
-                "This operation declares no scope; only a full (sk_) key may call it.",
-                details={"requiredScope": None},
-            )
-        if needed in api_key.scopes:
-            return True
+def check(api_key: ApiKey, view_class: type, handler_name: str, method: str) -> None:
+    """Raise 403 ``INSUFFICIENT_SCOPE`` unless the key may call the handler. An operation
+    that declares no scope is refused to every restricted key (the scope walk in the tests
+    fails on it first)."""
+    if api_key.scopes is None or method.upper() == "OPTIONS":
+        # A full key holds every scope; OPTIONS describes a route and reads no tenant data.
+        return
+    needed = declared_scope(view_class, handler_name, method)
+    if needed is None:
+        return
+    if needed is _UNDECLARED:
+        raise InsufficientScope(
+            "This operation declares no scope; only a full (sk_) key may call it.",
+            details={"requiredScope": None},
+        )
+    if needed not in api_key.scopes:
         raise InsufficientScope(
             f"This key lacks the scope {needed}; use a key that holds it.",
             details={"requiredScope": needed},
         )
+
+
+def allows(api_key: ApiKey, view_class: type, handler_name: str, method: str) -> bool:
+    """Whether ``check`` lets the key through (for a fast lane, which declines otherwise and
+    leaves the 403 to the DRF view)."""
+    try:
+        check(api_key, view_class, handler_name, method)
+    except InsufficientScope:
+        return False
+    return True
+
+
+class HasScope(BasePermission):
+    """403 ``INSUFFICIENT_SCOPE`` when the key lacks the operation's declared scope."""
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        api_key = request.auth
+        if not isinstance(api_key, ApiKey):
+            return True  # no key: HasProject's 401 comes first
+        method = request.method or "GET"
+        check(api_key, type(view), getattr(view, "action", None) or method.lower(), method)
+        return True

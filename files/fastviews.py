@@ -18,6 +18,7 @@ from typing import Any
 from django.http import HttpRequest
 from rest_framework.exceptions import APIException, Throttled
 
+from accounts import scopes
 from accounts.auth import admit, well_formed_bearer
 from accounts.models import ApiKey
 from accounts.selectors import api_key_forget, api_key_known, api_key_resolve
@@ -29,6 +30,7 @@ from files.serializers import (
     file_with_upload_json,
     upload_arguments,
 )
+from files.views import FileViewSet
 from storage_service.errors import ApiError
 from storage_service.fastlane import Answer
 from storage_service.parsers import StrictJSONParser
@@ -45,6 +47,8 @@ def retrieve(request: HttpRequest, file_id: str) -> Answer | None:
     found = selectors.file_get_with_key(raw_key=token, file_id=file_id)
     if found is None or found.api_key is None or found.file is None:
         return None  # 401 or 404: the DRF view answers
+    if not scopes.allows(found.api_key, FileViewSet, "retrieve", "GET"):
+        return None  # 403 INSUFFICIENT_SCOPE: the DRF view answers, before counting
     admit(request, found.api_key)
     return Answer({"data": file_json(found.file)})
 
@@ -68,6 +72,8 @@ def upload(request: HttpRequest) -> Answer | None:
     if known is None:
         return _upload_resolved(request, token)
     digest, api_key = known
+    if not scopes.allows(api_key, FileViewSet, "upload", "POST"):
+        return None  # 403 INSUFFICIENT_SCOPE: the DRF view answers, before counting
     try:
         # Before the count: a refused body is the DRF view's to answer, after its own
         # checks of the key and the budget (401, 429, then 400).
@@ -93,8 +99,8 @@ def upload(request: HttpRequest) -> Answer | None:
 def _upload_resolved(request: HttpRequest, token: str) -> Answer | None:
     """Upload start with its key looked up first (the first request of a key in a process)."""
     api_key = api_key_resolve(raw_key=token)
-    if api_key is None:
-        return None
+    if api_key is None or not scopes.allows(api_key, FileViewSet, "upload", "POST"):
+        return None  # 401 or 403: the DRF view answers
     admit(request, api_key)
     # From here on, as the DRF view: the body's refusals are answered (400).
     body = validated(UploadRequest, _PARSER.parse(io.BytesIO(request.body)))

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from celery import current_app
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import BooleanField, DateTimeField, ExpressionWrapper, Q
@@ -30,10 +29,12 @@ from django.db.models.functions import Now
 from django.utils import timezone
 
 from accounts.tenancy import Tenant
+from storage_service.celery import app
 from storage_service.errors import ValidationError
 from storage_service.ids import new_id_sql
 from webhooks.models import Endpoint, Replay
 from webhooks.selectors import endpoint_get
+from webhooks.services import enqueue
 
 logger = logging.getLogger(__name__)
 
@@ -232,24 +233,21 @@ def _make_batch(replay: Replay) -> Step:
 
 
 def _send_on_commit(replay_id: int, step: Step) -> None:
-    """After commit: a message to send the batch, and one for the replay's next step. By
-    task name (the tasks module imports this one); a lost message is the sweep's to redo."""
+    """After commit: a message to send the batch, and one for the replay's next step (by
+    task name, as webhooks/services.py sends its own); a lost message is the sweep's to
+    redo."""
 
     def send() -> None:
         if step.made:
-            _send(DELIVER_TASK, [step.made])
+            enqueue(step.made)
         if step.more:
-            _send(STEP_TASK, [replay_id], countdown=int(settings.SERVICE_WEBHOOK_REPLAY_POLL_MS))
+            poll = int(settings.SERVICE_WEBHOOK_REPLAY_POLL_MS) / 1000
+            try:
+                app.send_task(STEP_TASK, args=(replay_id,), countdown=poll, retry=False)
+            except Exception:
+                logger.warning("could not send replay %d's next step; the sweep will", replay_id)
 
     transaction.on_commit(send)
 
 
-DELIVER_TASK = "webhooks.tasks.deliver"
 STEP_TASK = "webhooks.tasks.replay_step"
-
-
-def _send(name: str, args: list[object], *, countdown: int = 0) -> None:
-    try:
-        current_app.send_task(name, args=args, countdown=countdown / 1000 or None, retry=False)
-    except Exception:
-        logger.warning("could not send %s; the delivery sweep will resume the replay", name)

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
-
 from accounts.tenancy import Tenant
 from storage_service.errors import EventNotFound, WebhookNotFound
 from storage_service.ids import looks_like_id
-from storage_service.pagination import Keyset, Page, decode_cursor, encode_cursor
+from storage_service.pagination import Page, decode_cursor, encode_cursor
 from webhooks.models import Delivery, Endpoint, Event, EventQuerySet
 
 _DELIVERY_SCOPE = "deliveries"
@@ -63,14 +61,3 @@ def event_get(*, tenant: Tenant, event_id: str) -> Event:
     if event is None:
         raise EventNotFound("No such event (events are kept for the retention window).")
     return event
-
-
-_EVENTS = Keyset(field="created_at", column="created_at", descending=True, scope="events")
-
-
-def event_list(*, tenant: Tenant, type: str | None, limit: int, cursor: str | None) -> Page[Event]:
-    rows: QuerySet[Event] = event_queryset(tenant=tenant)
-    if type is not None:
-        rows = rows.filter(type=type)
-    rows = _EVENTS.after(rows, cursor)
-    return _EVENTS.page(list(rows[: limit + 1]), limit)

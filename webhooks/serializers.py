@@ -11,7 +11,6 @@ from rest_framework import serializers
 from storage_service.serializers import (
     CleanedField,
     StrictSerializer,
-    choice,
     clean_cursor,
     clean_timestamp,
     query_int,
@@ -107,12 +106,6 @@ class RotateSecretRequest(StrictSerializer):
 
 
 class DeliveryListQuery(serializers.Serializer):
-    limit = CleanedField(query_int(1, 100), required=False, default=20)
-    cursor = CleanedField(clean_cursor, required=False)
-
-
-class EventListQuery(serializers.Serializer):
-    type = CleanedField(choice(tuple(Event.Type.values)), required=False)
     limit = CleanedField(query_int(1, 100), required=False, default=20)
     cursor = CleanedField(clean_cursor, required=False)
 

@@ -10,14 +10,16 @@ from rest_framework.response import Response
 from accounts.context import tenant_of
 from accounts.scopes import scope
 from storage_service.openapi import Links, each, errors_of, path_id
+from storage_service.pagination import CursorPagination
 from storage_service.serializers import EmptyRequest, validated, validated_query
 from storage_service.shapes import Data, Paged, paged
 from webhooks import replay, selectors, services
 from webhooks.envelope import event_envelope
+from webhooks.filters import EventFilterSet
+from webhooks.models import EventQuerySet
 from webhooks.serializers import (
     DeliveryListQuery,
     EndpointCreateRequest,
-    EventListQuery,
     ReplayRequest,
     RotateSecretRequest,
     delivery_json,
@@ -226,27 +228,28 @@ class WebhookViewSet(viewsets.ViewSet):
         return Response(answer)
 
 
-class EventViewSet(viewsets.ViewSet):
+class EventViewSet(viewsets.GenericViewSet):
     """The events webhooks receive, read back: the key's mode, the retention window."""
+
+    pagination_class = CursorPagination
+    filterset_class = EventFilterSet
+    cursor_scope = "events:createdAt:desc"
+
+    def get_queryset(self) -> EventQuerySet:
+        return selectors.event_queryset(tenant=tenant_of(self.request))
 
     @extend_schema(
         tags=["events"],
         extensions=scope("events:read"),
         summary="The events of the key's mode, newest first (the retention window's)",
-        description="Each item is the envelope exactly as webhook endpoints receive it.",
-        parameters=[EventListQuery],
-        responses={200: Paged[EventEnvelopeJson]},
+        description="Each item is the envelope exactly as webhook endpoints receive it. "
+        "A parameter given twice answers 400.",
+        responses={200: EventEnvelopeJson},
     )
     def list(self, request: Request) -> Response:
-        query = validated_query(EventListQuery, request)
-        page = selectors.event_list(
-            tenant=tenant_of(request),
-            type=query.get("type"),
-            limit=query["limit"],
-            cursor=query.get("cursor"),
-        )
-        answer: Paged[EventEnvelopeJson] = paged(page, event_envelope)
-        return Response(answer)
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        assert page is not None  # pagination_class is set
+        return self.get_paginated_response([event_envelope(event) for event in page])
 
     @extend_schema(
         tags=["events"],

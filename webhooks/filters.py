@@ -1,0 +1,25 @@
+"""The filters and the order of ``GET /v1/events``."""
+
+from __future__ import annotations
+
+import django_filters
+
+from storage_service.filtering import CleanedFilter
+from storage_service.serializers import choice
+from webhooks.models import Event, EventQuerySet
+
+
+class EventFilterSet(django_filters.FilterSet):
+    """Newest first, keyset on ``(created_at, id)``: the ``event_project_created_id`` index,
+    or with ``type`` the ``event_project_type_created`` one."""
+
+    type = CleanedFilter(
+        choice(tuple(Event.Type.values)), field_name="type", help_text="Only this event type."
+    )
+
+    class Meta:
+        model = Event
+        fields: list[str] = []
+
+    def filter_queryset(self, queryset: EventQuerySet) -> EventQuerySet:
+        return super().filter_queryset(queryset).order_by("-created_at", "-id")
