@@ -274,3 +274,27 @@ def test_a_window_without_events_makes_nothing(owner: Actor) -> None:
     assert response.status_code == 202
     assert response.json() == {"data": {"deliveries": 0}}
     assert not Replay.objects.exists()
+
+
+def test_a_replay_whose_messages_were_lost_is_resumed_and_never_stepped_twice(
+    owner: Actor, _no_messages: list
+) -> None:
+    webhook_id = register(owner)["webhook"]["id"]
+    now = timezone.now()
+    for i in range(5):
+        record(owner, at=now - timedelta(minutes=5, seconds=i))
+    Delivery.objects.all().delete()
+    with override_settings(SERVICE_WEBHOOK_REPLAY_BATCH=2):
+        owner.post(f"/v1/webhooks/{webhook_id}/replay", {"since": iso(now - timedelta(hours=1))})
+        replay_id = Replay.objects.get().id
+        Delivery.objects.update(attempts=1, status="DELIVERED")
+
+        # A step just ran (its chain of messages is alive): another one does nothing.
+        assert replay.replays_stalled() == []
+        assert replay.replay_continue(replay_id=replay_id) == replay.Step(made=[], more=False)
+
+        # No step for longer than the sweep's grace: the sweep's scan finds it, and it goes on.
+        Replay.objects.update(stepped_at=timezone.now() - timedelta(minutes=1))
+        assert replay.replays_stalled() == [replay_id]
+        assert len(replay.replay_continue(replay_id=replay_id).made) == 2
+    assert Replay.objects.get().made == 4
