@@ -10,7 +10,8 @@ the OpenAPI document, and ``HasScope``, a default permission class, reads the sa
 declaration back from the view at request time: the document and the check cannot differ.
 Permissions run after authentication and before throttling and the view, so a refused
 request is answered 401 first (no key), then 403 ``INSUFFICIENT_SCOPE``, and nothing else
-happens: no row, no event, no count against the key's rate limit.
+happens: no row, no event, no count against the key's rate limit. A fast lane in front of a
+view (files/fastviews.py) asks ``allows`` before it counts, and leaves the 403 to the view.
 
 A full key (``sk_``) holds every scope, including scopes added later (``ApiKey.scopes`` is
 null). Scopes are independent: ``files:write`` does not imply ``files:read``.

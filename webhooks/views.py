@@ -60,6 +60,8 @@ class WebhookViewSet(viewsets.ViewSet):
                         "webhooks_destroy",
                         "webhooks_deliveries",
                         "webhooks_enable",
+                        "webhooks_replay",
+                        "webhooks_rotate_secret",
                     ),
                     webhook_id="$response.body#/data/webhook/id",
                 ),
