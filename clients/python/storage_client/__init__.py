@@ -11,6 +11,7 @@ from storage_client.errors import (
     AuthenticationError,
     ConfigurationError,
     ConflictError,
+    JobFailedError,
     NetworkError,
     NotFoundError,
     PayloadTooLargeError,
@@ -26,11 +27,13 @@ from storage_client.errors import (
     WaitTimeoutError,
 )
 from storage_client.models import (
+    BatchResult,
     Delivery,
     DeliveryEvent,
     Event,
     File,
     Folder,
+    Job,
     MultipartSession,
     PresignedPart,
     PresignedUpload,
@@ -42,6 +45,7 @@ from storage_client.models import (
 
 __all__ = [
     "AuthenticationError",
+    "BatchResult",
     "Client",
     "ConfigurationError",
     "ConflictError",
@@ -50,6 +54,8 @@ __all__ = [
     "Event",
     "File",
     "Folder",
+    "Job",
+    "JobFailedError",
     "MultipartSession",
     "NetworkError",
     "NotFoundError",
