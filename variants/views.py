@@ -9,6 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from accounts.context import tenant_of
+from accounts.scopes import scope
 from files.links import FILE_ID
 from files.serializers import DownloadUrlRequest, download_url_json
 from files.shapes import DownloadUrlJson
@@ -25,6 +26,7 @@ NOT_FOUND = ("FILE_NOT_FOUND",)
 
 class VariantViewSet(viewsets.ViewSet):
     @extend_schema(
+        extensions=scope("files:write"),
         tags=["variants"],
         summary="Ask for a resized/re-encoded variant of an image (made by a worker)",
         description="Identical parameters on the same file version answer the same variant "
@@ -64,6 +66,7 @@ class VariantViewSet(viewsets.ViewSet):
         return Response(answer, status=202)
 
     @extend_schema(
+        extensions=scope("files:read"),
         tags=["variants"],
         summary="A file's variants, every version's, oldest first (keyset pages)",
         parameters=[FILE_ID, VariantListQuery],
@@ -81,6 +84,7 @@ class VariantViewSet(viewsets.ViewSet):
         return Response(answer)
 
     @extend_schema(
+        extensions=scope("files:read"),
         tags=["variants"],
         summary="A presigned GET URL for a ready variant",
         description="Served with its content type, as `<filename stem>_<label>.<ext>`. "

@@ -13,7 +13,7 @@ class Migration(migrations.Migration):
     atomic = False
 
     dependencies = [
-        ("webhooks", "0008_event_file_index"),
+        ("webhooks", "0009_folder_events"),
     ]
 
     operations = [
