@@ -10,8 +10,7 @@ the OpenAPI document, and ``HasScope``, a default permission class, reads the sa
 declaration back from the view at request time: the document and the check cannot differ.
 Permissions run after authentication and before throttling and the view, so a refused
 request is answered 401 first (no key), then 403 ``INSUFFICIENT_SCOPE``, and nothing else
-happens: no row, no event, no count against the key's rate limit. A fast lane in front of a
-view (files/fastviews.py) asks ``allows`` before it counts, and leaves the 403 to the view.
+happens: no row, no event, no count against the key's rate limit.
 
 A full key (``sk_``) holds every scope, including scopes added later (``ApiKey.scopes`` is
 null). Scopes are independent: ``files:write`` does not imply ``files:read``.
@@ -114,16 +113,6 @@ def check(api_key: ApiKey, view_class: type, handler_name: str, method: str) -> 
             f"This key lacks the scope {needed}; use a key that holds it.",
             details={"requiredScope": needed},
         )
-
-
-def allows(api_key: ApiKey, view_class: type, handler_name: str, method: str) -> bool:
-    """Whether ``check`` lets the key through (for a fast lane, which declines otherwise and
-    leaves the 403 to the DRF view)."""
-    try:
-        check(api_key, view_class, handler_name, method)
-    except InsufficientScope:
-        return False
-    return True
 
 
 class HasScope(BasePermission):

@@ -1,12 +1,26 @@
-"""The filters and the order of ``GET /v1/events``."""
+"""The filters and the order of ``GET /v1/webhooks/<id>/deliveries`` and ``GET /v1/events``."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import django_filters
+from django.db.models import QuerySet
 
 from storage_service.filtering import CleanedFilter
 from storage_service.serializers import choice
-from webhooks.models import Event, EventQuerySet
+from webhooks.models import Delivery, Event, EventQuerySet
+
+
+class DeliveryFilterSet(django_filters.FilterSet):
+    """No filters: every delivery of the endpoint, newest first (ids are time-ordered)."""
+
+    class Meta:
+        model = Delivery
+        fields: list[str] = []
+
+    def filter_queryset(self, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        return super().filter_queryset(queryset).order_by("-id")
 
 
 class EventFilterSet(django_filters.FilterSet):

@@ -11,9 +11,7 @@ from rest_framework import serializers
 from storage_service.serializers import (
     CleanedField,
     StrictSerializer,
-    clean_cursor,
     clean_timestamp,
-    query_int,
     strict_int,
     with_schema,
 )
@@ -103,11 +101,6 @@ class RotateSecretRequest(StrictSerializer):
         required=False,
         default=ROTATION_OVERLAP_DEFAULT_SECONDS,
     )
-
-
-class DeliveryListQuery(serializers.Serializer):
-    limit = CleanedField(query_int(1, 100), required=False, default=20)
-    cursor = CleanedField(clean_cursor, required=False)
 
 
 def endpoint_json(endpoint: Endpoint) -> WebhookJson:

@@ -11,14 +11,13 @@ from accounts.context import tenant_of
 from accounts.scopes import scope
 from storage_service.openapi import Links, each, errors_of, path_id
 from storage_service.pagination import CursorPagination
-from storage_service.serializers import EmptyRequest, validated, validated_query
-from storage_service.shapes import Data, Paged, paged
+from storage_service.serializers import EmptyRequest, validated
+from storage_service.shapes import Data
 from webhooks import replay, selectors, services
 from webhooks.envelope import event_envelope
-from webhooks.filters import EventFilterSet
-from webhooks.models import EventQuerySet
+from webhooks.filters import DeliveryFilterSet, EventFilterSet
+from webhooks.models import Delivery, EventQuerySet
 from webhooks.serializers import (
-    DeliveryListQuery,
     EndpointCreateRequest,
     ReplayRequest,
     RotateSecretRequest,
@@ -132,33 +131,6 @@ class WebhookViewSet(viewsets.ViewSet):
 
     @extend_schema(
         tags=["webhooks"],
-        extensions=scope("webhooks:read"),
-        summary="An endpoint's deliveries, newest first (keyset pages)",
-        parameters=[WEBHOOK_ID, DeliveryListQuery],
-        responses={
-            200: Links(
-                Paged[DeliveryJson],
-                {
-                    "webhooks_redeliver": {
-                        "webhook_id": "$request.path.webhook_id",
-                        "delivery_id": "$response.body#/data/0/id",
-                    }
-                },
-            ),
-            **errors_of(*NOT_FOUND),
-        },
-    )
-    def deliveries(self, request: Request, webhook_id: str) -> Response:
-        query = validated_query(DeliveryListQuery, request)
-        endpoint = services.endpoint_get(tenant=tenant_of(request), webhook_id=webhook_id)
-        page = selectors.delivery_list(
-            endpoint=endpoint, limit=query["limit"], cursor=query.get("cursor")
-        )
-        answer: Paged[DeliveryJson] = paged(page, delivery_json)
-        return Response(answer)
-
-    @extend_schema(
-        tags=["webhooks"],
         extensions=scope("webhooks:write"),
         summary="Attempt a FAILED or PENDING delivery again now (same event id)",
         description="A FAILED delivery gets one more attempt; a PENDING one is attempted now "
@@ -228,6 +200,41 @@ class WebhookViewSet(viewsets.ViewSet):
             "data": {"webhook": endpoint_json(rotated.endpoint), "secret": rotated.secret}
         }
         return Response(answer)
+
+
+class DeliveryViewSet(viewsets.GenericViewSet):
+    name = "Webhook"  # what OPTIONS calls the route's resource, as on the webhook's own routes
+    pagination_class = CursorPagination
+    filterset_class = DeliveryFilterSet
+    cursor_scope = "deliveries"
+    queryset = Delivery.objects.all()  # list() narrows it to the endpoint's
+
+    @extend_schema(
+        operation_id="webhooks_deliveries",
+        tags=["webhooks"],
+        extensions=scope("webhooks:read"),
+        summary="An endpoint's deliveries, newest first (keyset pages)",
+        parameters=[WEBHOOK_ID],
+        responses={
+            200: Links(
+                DeliveryJson,
+                {
+                    "webhooks_redeliver": {
+                        "webhook_id": "$request.path.webhook_id",
+                        "delivery_id": "$response.body#/data/0/id",
+                    }
+                },
+            ),
+            **errors_of(*NOT_FOUND),
+        },
+    )
+    def list(self, request: Request, webhook_id: str) -> Response:
+        # The query's refusals (400) come before the endpoint's (404).
+        deliveries = self.filter_queryset(self.get_queryset())
+        endpoint = services.endpoint_get(tenant=tenant_of(request), webhook_id=webhook_id)
+        page = self.paginate_queryset(selectors.deliveries_of(deliveries, endpoint=endpoint))
+        assert page is not None  # pagination_class is set
+        return self.get_paginated_response([delivery_json(delivery) for delivery in page])
 
 
 class EventViewSet(viewsets.GenericViewSet):

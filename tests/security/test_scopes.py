@@ -215,7 +215,7 @@ def test_each_operation_refuses_a_key_with_every_scope_but_the_one_it_needs(
     assert walked >= 25
 
 
-def test_the_fast_lanes_refuse_a_key_without_the_scope_before_counting(owner: Actor) -> None:
+def test_reads_and_uploads_refuse_a_key_without_the_scope(owner: Actor) -> None:
     file_id = uploaded_file(owner)["id"]
     writer = client_with(owner, ["files:write"])
     reader = client_with(owner, ["files:read"])
