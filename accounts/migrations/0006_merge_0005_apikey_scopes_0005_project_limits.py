@@ -4,11 +4,9 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('accounts', '0005_apikey_scopes'),
-        ('accounts', '0005_project_limits'),
+        ("accounts", "0005_apikey_scopes"),
+        ("accounts", "0005_project_limits"),
     ]
 
-    operations = [
-    ]
+    operations = []

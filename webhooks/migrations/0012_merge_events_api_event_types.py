@@ -4,11 +4,9 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('webhooks', '0010_events_api_rotation_replay'),
-        ('webhooks', '0011_event_types'),
+        ("webhooks", "0010_events_api_rotation_replay"),
+        ("webhooks", "0011_event_types"),
     ]
 
-    operations = [
-    ]
+    operations = []
