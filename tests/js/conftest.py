@@ -79,5 +79,10 @@ def actor(transactional_db: None) -> Actor:
     return make_actor("js-owner", organization="acme")
 
 
+@pytest.fixture
+def api_key(actor: Actor) -> str:
+    return actor.key.raw_key
+
+
 def read_json(path: Path) -> Any:
     return json.loads(path.read_text())

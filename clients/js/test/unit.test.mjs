@@ -88,7 +88,7 @@ test("a Retry-After longer than maxRetryWaitSeconds is not waited for", async ()
 test("400 and 401 map to ValidationError and AuthenticationError; POSTs are not retried", async () => {
   const server = await api((request) =>
     request.url.endsWith("/me")
-      ? [401, {}, error("UNAUTHORIZED", "Bad key.")]
+      ? [401, {}, error("UNAUTHENTICATED", "Bad key.")]
       : [400, {}, error("VALIDATION_ERROR", "Bad.", { size: ["required"] })],
   );
   const client = new StorageClient({ apiKey: "sk_test_x", baseUrl: server.baseUrl });
