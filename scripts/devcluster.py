@@ -32,9 +32,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import devservices as ds
+import processes
+import servers
 
-CLUSTER_FILE = ds.VAR / "cluster.json"
-CLUSTER_DIR = ds.VAR / "cluster"
+CLUSTER_FILE = servers.VAR / "cluster.json"
+CLUSTER_DIR = servers.VAR / "cluster"
 VOLUME_SERVERS = 3
 REPLICATION = "001"  # one extra copy on another server of the same rack
 # Small volumes so that growth (new volumes, spread over the servers) shows on a laptop.
@@ -63,7 +65,7 @@ def seaweedfs_commands(s3_port: int, s3_config: Path) -> list[tuple[str, list[st
     """(name, argv) of every SeaweedFS node, in start order; deploy/systemd/ mirrors these."""
     ports = cluster_ports(s3_port)
     master = f"127.0.0.1:{ports['master']}"
-    weed: list[str | Path] = [ds.weed_binary(), "-logtostderr=true"]
+    weed: list[str | Path] = [servers.weed_binary(), "-logtostderr=true"]
     local = ["-ip=127.0.0.1", "-ip.bind=127.0.0.1"]
     # fmt: off
     commands: list[tuple[str, list[str | Path]]] = [
@@ -121,25 +123,25 @@ def master_nodes(master_port: int) -> int:
 class Node:
     name: str
     cmd: list[str | Path]
-    child: ds.Child
+    child: processes.Child
     logged: bool  # output to a file (SeaweedFS) rather than prefixed on stdout
 
 
 class Cluster:
-    def __init__(self, services: ds.Services, child_env: dict[str, str], port: int) -> None:
+    def __init__(self, services: servers.Services, child_env: dict[str, str], port: int) -> None:
         self.services = services
         self.child_env = child_env
         self.port = port
         self.nodes: dict[str, Node] = {}
 
-    def start(self, name: str, cmd: list[str | Path], *, logged: bool = False) -> ds.Child:
+    def start(self, name: str, cmd: list[str | Path], *, logged: bool = False) -> processes.Child:
         log_path = CLUSTER_DIR / f"{name}.log" if logged else None
         if log_path is not None and log_path.exists():
             # The previous run's log is kept, so a crash's last lines survive its restart.
             log_path.rename(log_path.with_suffix(".previous.log"))
-        child = ds.spawn(name, cmd, child_env=self.child_env, log_path=log_path)
+        child = processes.spawn(name, cmd, child_env=self.child_env, log_path=log_path)
         if name.startswith(("master", "volume", "filer")):
-            child.stop_timeout = ds.SEAWEEDFS_STOP_TIMEOUT
+            child.stop_timeout = servers.SEAWEEDFS_STOP_TIMEOUT
             self.services.processes.append(child)
         else:
             self.services.apps.append(child)
@@ -150,7 +152,7 @@ class Cluster:
         group = self.services.processes if node.child in self.services.processes else None
         (group if group is not None else self.services.apps).remove(node.child)
         # What is left of its group (a prefork worker's children) goes with it.
-        ds.stop_children([node.child])
+        processes.stop_children([node.child])
         self.start(node.name, node.cmd, logged=node.logged)
 
     def pid(self, name: str) -> int:
@@ -190,10 +192,12 @@ class Cluster:
                 restarts[node.name] = [*recent, time.monotonic()]
                 if len(recent) >= RESTART_LIMIT:
                     if node.child.log_path is not None:
-                        ds.print_tail(node.name, node.child.log_path)
-                    ds.log(f"{node.name} died {RESTART_LIMIT + 1} times in a minute; stopping")
+                        processes.print_tail(node.name, node.child.log_path)
+                    processes.log(
+                        f"{node.name} died {RESTART_LIMIT + 1} times in a minute; stopping"
+                    )
                     return 1
-                ds.log(f"{node.name} exited with code {code}; starting it again")
+                processes.log(f"{node.name} exited with code {code}; starting it again")
                 time.sleep(RESTART_DELAY)
                 self.restart(node)
                 self.write_map()
@@ -205,74 +209,74 @@ def start_seaweedfs(cluster: Cluster, s3_port: int) -> str:
         f"{name}={port}"
         for name, port in ports.items()
         for candidate in (port, port + GRPC_OFFSET)
-        if not ds.port_is_free(candidate)
+        if not servers.port_is_free(candidate)
     ]
     endpoint = f"http://127.0.0.1:{s3_port}"
     if taken:
-        raise ds.ServiceError(
+        raise processes.ServiceError(
             f"cannot start the SeaweedFS cluster: port(s) in use ({', '.join(taken)}; "
             f"gRPC at each + {GRPC_OFFSET}). Stop what holds them (a `make run` on the same "
             "SEAWEEDFS_S3_PORT?) or choose another SEAWEEDFS_S3_PORT."
         )
     for name in ["master", "filer", *(f"volume{i}" for i in range(1, VOLUME_SERVERS + 1))]:
         (CLUSTER_DIR / name).mkdir(parents=True, exist_ok=True)
-    s3_config = ds.write_s3_identities(CLUSTER_DIR)
+    s3_config = servers.write_s3_identities(CLUSTER_DIR)
     commands = seaweedfs_commands(s3_port, s3_config)
-    ds.log(
+    processes.log(
         f"starting SeaweedFS: master :{ports['master']} (replication {REPLICATION}), "
         f"{VOLUME_SERVERS} volume servers, filer :{ports['filer']} with S3 at {endpoint}; "
-        f"logs in {CLUSTER_DIR.relative_to(ds.ROOT)}"
+        f"logs in {CLUSTER_DIR.relative_to(servers.ROOT)}"
     )
     for name, cmd in commands[:-1]:
         cluster.start(name, cmd, logged=True)
-    deadline = time.monotonic() + ds.SEAWEEDFS_START_TIMEOUT
+    deadline = time.monotonic() + servers.SEAWEEDFS_START_TIMEOUT
     # Replication 001 needs two servers for every write: wait for all three to register.
     while master_nodes(ports["master"]) < VOLUME_SERVERS:
         if time.monotonic() > deadline:
-            raise ds.ServiceError(
+            raise processes.ServiceError(
                 f"the SeaweedFS volume servers did not register within "
-                f"{ds.SEAWEEDFS_START_TIMEOUT:.0f} s; see {CLUSTER_DIR}"
+                f"{servers.SEAWEEDFS_START_TIMEOUT:.0f} s; see {CLUSTER_DIR}"
             )
         time.sleep(0.25)
     name, cmd = commands[-1]
-    ds.wait_for_s3(cluster.start(name, cmd, logged=True), endpoint)
+    servers.wait_for_s3(cluster.start(name, cmd, logged=True), endpoint)
     return endpoint
 
 
-def run(services: ds.Services) -> int:
-    port = ds._positive_int_env("PORT", 8000)
-    s3_port = ds._positive_int_env("SEAWEEDFS_S3_PORT", ds.DEFAULT_S3_PORT)
-    worker_concurrency = ds._positive_int_env("CELERY_CONCURRENCY", DEFAULT_WORKER_CONCURRENCY)
-    if ds.env("AWS_S3_ENDPOINT_URL"):
-        raise ds.ServiceError(
+def run(services: servers.Services) -> int:
+    port = ds.positive_int_env("PORT", 8000)
+    s3_port = ds.positive_int_env("SEAWEEDFS_S3_PORT", servers.DEFAULT_S3_PORT)
+    worker_concurrency = ds.positive_int_env("CELERY_CONCURRENCY", DEFAULT_WORKER_CONCURRENCY)
+    if servers.env("AWS_S3_ENDPOINT_URL"):
+        raise processes.ServiceError(
             "make cluster runs its own SeaweedFS cluster; unset AWS_S3_ENDPOINT_URL "
             "(and set SEAWEEDFS_S3_PORT to move it)"
         )
     for api_port in (port, port + 1):
-        if not ds.port_is_free(api_port):
-            raise ds.ServiceError(f"port {api_port} is in use; set PORT to another pair")
-    ds.VAR.mkdir(parents=True, exist_ok=True)
+        if not servers.port_is_free(api_port):
+            raise processes.ServiceError(f"port {api_port} is in use; set PORT to another pair")
+    servers.VAR.mkdir(parents=True, exist_ok=True)
     CLUSTER_DIR.mkdir(parents=True, exist_ok=True)
     CLUSTER_FILE.unlink(missing_ok=True)  # only a complete, current map is ever there
-    database_url = ds.ensure_postgres(services)
-    redis_url = ds.ensure_redis(services)
+    database_url = servers.ensure_postgres(services)
+    redis_url = servers.ensure_redis(services)
     cluster = Cluster(services, {}, port)
     endpoint = start_seaweedfs(cluster, s3_port)
-    region = ds.env("AWS_S3_REGION_NAME") or ds.DEFAULT_REGION
-    bucket = ds.env("AWS_STORAGE_BUCKET_NAME") or ds.DEFAULT_BUCKET
-    test_bucket = ds.env("TEST_AWS_STORAGE_BUCKET_NAME") or ds.DEFAULT_TEST_BUCKET
-    client = ds.s3_client(endpoint, ds.DEV_ACCESS_KEY, ds.DEV_SECRET_KEY, region)
-    ds.ensure_buckets(client, [bucket, test_bucket], region, retry_for=15.0)
+    region = servers.env("AWS_S3_REGION_NAME") or servers.DEFAULT_REGION
+    bucket = servers.env("AWS_STORAGE_BUCKET_NAME") or servers.DEFAULT_BUCKET
+    test_bucket = servers.env("TEST_AWS_STORAGE_BUCKET_NAME") or servers.DEFAULT_TEST_BUCKET
+    client = servers.s3_client(endpoint, servers.DEV_ACCESS_KEY, servers.DEV_SECRET_KEY, region)
+    servers.ensure_buckets(client, [bucket, test_bucket], region, retry_for=15.0)
     resolved = {
         "DATABASE_URL": database_url,
         "REDIS_URL": redis_url,
         "AWS_S3_ENDPOINT_URL": endpoint,
-        "AWS_ACCESS_KEY_ID": ds.DEV_ACCESS_KEY,
-        "AWS_SECRET_ACCESS_KEY": ds.DEV_SECRET_KEY,
+        "AWS_ACCESS_KEY_ID": servers.DEV_ACCESS_KEY,
+        "AWS_SECRET_ACCESS_KEY": servers.DEV_SECRET_KEY,
         "AWS_STORAGE_BUCKET_NAME": bucket,
         "AWS_S3_REGION_NAME": region,
     }
-    ds.write_env_file(resolved)
+    servers.write_env_file(resolved)
     cluster.child_env = ds.app_environment(resolved)
     cluster.child_env.setdefault("WEB_CONCURRENCY", str(DEFAULT_WEB_CONCURRENCY))
     code = ds.run_migrations(services, cluster.child_env)
@@ -282,25 +286,25 @@ def run(services: ds.Services) -> int:
     for name, cmd in app_commands(port, worker_concurrency):
         cluster.start(name, cmd)
     cluster.write_map()
-    ds.log(f"cluster up; roles and pids in {CLUSTER_FILE.relative_to(ds.ROOT)}")
+    processes.log(f"cluster up; roles and pids in {CLUSTER_FILE.relative_to(servers.ROOT)}")
     return cluster.supervise()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="devcluster.py", description=__doc__.split("\n\n")[0])
     parser.parse_args(argv)
-    services = ds.Services()
-    ds._set_handlers(ds._raise_interrupted)
+    services = servers.Services()
+    processes.set_signal_handlers(processes.raise_interrupted)
     try:
         return run(services)
-    except ds.Interrupted as exc:
-        ds.log(f"{signal.Signals(exc.signum).name} received; stopping")
+    except processes.Interrupted as exc:
+        processes.log(f"{signal.Signals(exc.signum).name} received; stopping")
         return 0
-    except ds.ServiceError as exc:
-        ds.log(f"error: {exc}")
+    except processes.ServiceError as exc:
+        processes.log(f"error: {exc}")
         return 1
     finally:
-        ds._set_handlers(signal.SIG_IGN)
+        processes.set_signal_handlers(signal.SIG_IGN)
         services.stop()
         CLUSTER_FILE.unlink(missing_ok=True)
 

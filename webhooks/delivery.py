@@ -46,10 +46,12 @@ from typing import Any
 from django.conf import settings
 from django.db import close_old_connections, connection, transaction
 
+from accounts.tenancy import Tenant
 from webhooks import sender
 from webhooks.envelope import envelope_body
-from webhooks.models import Event
+from webhooks.models import Endpoint, Event
 from webhooks.network import IPAddress, Target, UrlRefused, checked_addresses, parse_url
+from webhooks.services import event_record
 from webhooks.signing import signature_header
 
 logger = logging.getLogger(__name__)
@@ -607,10 +609,6 @@ def record(outcomes: Sequence[Outcome], claimed_at: datetime) -> list[Retry]:
 def _announce_disabled(endpoint_ids: Sequence[str]) -> None:
     """A ``webhook_endpoint.disabled`` event per endpoint disabled just now (to the project's
     other endpoints: a disabled one receives nothing), in the transaction that disabled it."""
-    from accounts.tenancy import Tenant
-    from webhooks.models import Endpoint
-    from webhooks.services import event_record
-
     for endpoint in Endpoint.objects.select_related("project").filter(id__in=endpoint_ids):
         logger.warning("webhook endpoint %s disabled (%s)", endpoint.id, endpoint.disabled_reason)
         event_record(

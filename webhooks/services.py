@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -15,6 +17,7 @@ from django.utils import timezone
 
 from accounts.models import Project
 from accounts.tenancy import Tenant
+from storage_service.celery import app
 from storage_service.errors import (
     DeliveryAlreadyDelivered,
     DeliveryNotFound,
@@ -24,11 +27,15 @@ from storage_service.errors import (
 )
 from storage_service.fastfetch import prepared_cursor
 from storage_service.ids import first_id_at, looks_like_id, new_id, new_id_sql
-from webhooks import tasks
 from webhooks.models import Delivery, Endpoint, Event
 from webhooks.network import UrlRefused, validate_webhook_url
 from webhooks.signing import new_secret
 
+logger = logging.getLogger(__name__)
+
+# Sent by name: the task (webhooks/tasks.py) runs webhooks/delivery.py, which records events
+# through this module, so this module never imports either.
+DELIVER_TASK = "webhooks.tasks.deliver"
 # Per project *and* mode: test and live endpoints are separate data, each mode its own 20.
 MAX_ENDPOINTS_PER_PROJECT = 20
 EVENT_TYPES: tuple[str, ...] = tuple(Event.Type.values)
@@ -66,6 +73,15 @@ SELECT ARRAY(SELECT id FROM deliveries){returning}
 
 # Made as new_id("dl") makes them (tests/webhooks compare the two).
 _DELIVERY_ID_SQL = new_id_sql("dl", "e.random_hex")
+
+
+def enqueue(ids: Sequence[str], *, eta: datetime | None = None) -> None:
+    """Ask the webhook worker to attempt these deliveries (at ``eta``, else now). Never
+    raises: the rows say what is due, and the sweep sends what a lost message would have."""
+    try:
+        app.send_task(DELIVER_TASK, args=(list(ids),), eta=eta, retry=False)
+    except Exception:
+        logger.warning("could not enqueue %d webhook deliveries; the sweep will", len(ids))
 
 
 @dataclass(frozen=True)
@@ -106,7 +122,7 @@ def event_record(
 def event_record_with_change(
     *, tenant: Tenant, type: str, data: dict[str, Any], change: ChangeSql
 ) -> tuple[Event, tuple[Any, ...]]:
-    """As event_record, with the change itself in the same statement (issue 14): a single
+    """As event_record, with the change itself in the same statement: a single
     statement is atomic on its own, so the change, its event and its deliveries commit (or
     vanish) together with no surrounding transaction, in one round trip instead of BEGIN,
     one per statement, and COMMIT. Inside an atomic block it is simply part of it.
@@ -157,7 +173,7 @@ def _record(
         ids, *returned = cursor.fetchone()
     if ids:
         # Outside an atomic block (a change statement, committed by now) this runs at once.
-        transaction.on_commit(lambda: tasks.enqueue(ids))
+        transaction.on_commit(lambda: enqueue(ids))
     return event, tuple(returned)
 
 
@@ -263,7 +279,7 @@ def delivery_redeliver(*, tenant: Tenant, webhook_id: str, delivery_id: str) -> 
         )
         delivery.refresh_from_db(fields=["status", "next_attempt_at"])
         ids = [delivery.id]
-        transaction.on_commit(lambda: tasks.enqueue(ids))
+        transaction.on_commit(lambda: enqueue(ids))
     return delivery
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from datetime import datetime
 
 from celery import shared_task
 
@@ -18,23 +17,12 @@ from webhooks import delivery, services
 logger = logging.getLogger(__name__)
 
 
-def enqueue(ids: Sequence[str], *, eta: datetime | None = None) -> None:
-    """Send a delivery message; never raise (the sweep sends what a lost message would have)."""
-    try:
-        if eta is None:
-            deliver.apply_async(args=(list(ids),), retry=False)
-        else:
-            deliver.apply_async(args=(list(ids),), eta=eta, retry=False)
-    except Exception:
-        logger.warning("could not enqueue %d webhook deliveries; the sweep will", len(ids))
-
-
 def schedule(retries: Sequence[delivery.Retry]) -> None:
     for retry in retries:
-        enqueue(retry.ids, eta=retry.at)
+        services.enqueue(retry.ids, eta=retry.at)
 
 
-@shared_task(name="webhooks.tasks.deliver")
+@shared_task(name=services.DELIVER_TASK)
 def deliver(delivery_ids: list[str]) -> int:
     """Attempt the due ones of these deliveries (one event's, or one retry's).
 

@@ -120,7 +120,7 @@ def _upload_start_one_statement(
     metadata: dict[str, Any] | None,
     active_key_hash: str | None = None,
 ) -> StartedUpload:
-    """The commonest upload start (no Idempotency-Key) in ONE statement (issue 14): the
+    """The commonest upload start (no Idempotency-Key) in ONE statement: the
     stored object's and the file's INSERTs (as the ORM's ``create`` would send them) as CTEs
     of the ``file.created`` event's statement. A single statement commits or fails as a
     whole, so the change and its event still commit together, with neither BEGIN nor COMMIT:

@@ -91,7 +91,7 @@ MIDDLEWARE = [
     "storage_service.middleware.AdminStackMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
-# --- The admin's middleware, skipped by API requests (issue 14) ---
+# --- The admin's middleware, skipped by API requests ---
 # What the admin, its login and the Swagger UI's assets need; an API request (bearer key, no
 # cookie, CSRF-exempt) needs none of it. Run in this order by AdminStackMiddleware.
 ADMIN_MIDDLEWARE = [
@@ -195,7 +195,7 @@ SERVICE_MAX_FILENAME_LENGTH = env_int("SERVICE_MAX_FILENAME_LENGTH", 255, minimu
 SERVICE_MAX_PATH_LENGTH = env_int("SERVICE_MAX_PATH_LENGTH", 1024, minimum=1, maximum=4096)
 SERVICE_MAX_METADATA_KEYS = env_int("SERVICE_MAX_METADATA_KEYS", 64, minimum=0)
 SERVICE_MAX_METADATA_BYTES = env_int("SERVICE_MAX_METADATA_BYTES", 8192, minimum=2)
-# --- Input limits (issue 11) ---
+# --- Input limits ---
 # Every limit here is also stated in the OpenAPI document, read from the same setting.
 # A request body above this is refused with 413 PAYLOAD_TOO_LARGE before it is read or parsed
 # (the largest legitimate body, a part-number list or 8 KiB of metadata, is far below).
@@ -354,7 +354,7 @@ CELERY_BEAT_SCHEDULE["requeue-stale-variants"] = {
     "schedule": env_int("SERVICE_VARIANT_SWEEP_INTERVAL_SECONDS", 300, minimum=10),
 }
 
-# --- Image work limits (issue 11) ---------------------------------------------------------
+# --- Image work limits -------------------------------------------------------------------
 # Each is documented, with its reason, in the "Image work" section of docs/security.md.
 # Originals larger than this are never downloaded: the size is checked by HEAD first, and the
 # download itself is a ranged GET that stops at this many bytes (an object that grew).
@@ -399,7 +399,7 @@ SERVICE_TRANSFORM_QUEUE = env_str("SERVICE_TRANSFORM_QUEUE", "transforms")
 CELERY_TASK_ROUTES["variants.tasks.process_variant"] = {"queue": SERVICE_TRANSFORM_QUEUE}
 
 
-# --- Locks and timeouts (issue 11) -----------------------------------------------------------
+# --- Locks and timeouts ---------------------------------------------------------------------
 # Every API request must end, with an answer, inside gunicorn's worker timeout (gunicorn.conf.py
 # reads the same API_TIMEOUT_SECONDS): a request still running then is killed, and its client
 # gets a dropped connection (a 502 behind a proxy) instead of the documented 503.
@@ -441,7 +441,7 @@ _db_options["options"] = " ".join(
 )
 
 
-# --- Webhook fairness, safe defaults and retention (issue 11, "hooks") ----------------------
+# --- Webhook fairness, safe defaults and retention -------------------------------------------
 # Webhooks may not reach private networks (SSRF) unless a profile or the operator allows it;
 # only the dev profile turns it on by default (storage_service/settings/dev.py).
 SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS = env_bool("SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS", False)

@@ -1,9 +1,9 @@
 """The settings profile a process runs with must be chosen, never assumed.
 
-``wsgi.py``, ``celery.py`` and ``manage.py`` used to fall back to the dev profile: DEBUG on,
-hard-coded secrets, webhooks allowed into private networks. A production process started
-without ``DJANGO_SETTINGS_MODULE`` then ran that way without a word. Now it refuses to start
-and says what to set. ``make run`` (scripts/devservices.py), ``make test`` (pytest's
+``wsgi.py``, ``celery.py`` and ``manage.py`` refuse to start without
+``DJANGO_SETTINGS_MODULE`` and say what to set. A fallback to the dev profile would run a
+production process bare with DEBUG on, hard-coded secrets and webhooks allowed into private
+networks, without a word. ``make run`` (scripts/devservices.py), ``make test`` (pytest's
 settings in pyproject.toml), the benchmarks and the test fixtures all set it explicitly.
 """
 

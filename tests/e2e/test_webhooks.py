@@ -199,7 +199,7 @@ def test_a_lost_message_is_sent_by_the_sweep(
     webhook_id, _ = register(owner, receiver.url("/lost"), ["file.created"])
 
     # Redis (or the message) is lost: enqueueing raises, the API still answers.
-    with mock.patch("webhooks.tasks.deliver.apply_async", side_effect=ConnectionError):
+    with mock.patch("webhooks.services.app.send_task", side_effect=ConnectionError):
         uploaded_file(owner)
     time.sleep(1.0)
     assert receiver.at("/lost") == []

@@ -89,7 +89,7 @@ def test_search_path_status_and_content_type_filters(owner: Actor) -> None:
 
 @pytest.mark.parametrize("status", ["", "archived"])
 def test_an_empty_or_unknown_status_is_refused(owner: Actor, status: str) -> None:
-    # Found by the OpenAPI fuzzing: `?status=` used to list every file, like no filter.
+    # An empty `?status=` is not "no filter": it is refused like any unknown status.
     response = owner.get("/v1/files", {"status": status})
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "VALIDATION_ERROR"

@@ -15,7 +15,7 @@ from tests.servers import ROOT
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import devcluster
-import devservices
+import servers
 
 
 def free_block(size: int, *, grpc: bool) -> int:
@@ -25,7 +25,7 @@ def free_block(size: int, *, grpc: bool) -> int:
         ports = [base + i for i in range(size)]
         if grpc:
             ports += [port + devcluster.GRPC_OFFSET for port in ports]
-        if all(devservices.port_is_free(port) for port in ports):
+        if all(servers.port_is_free(port) for port in ports):
             return base
     raise RuntimeError("no free block of ports")
 

@@ -1,4 +1,4 @@
-"""The fast lanes (issue 14: storage_service/fastlane.py, files/fastviews.py) answer exactly
+"""The fast lanes (storage_service/fastlane.py, files/fastviews.py) answer exactly
 what the DRF views behind them answer: for every kind of request, the same request is sent to
 the lane's view and to the DRF view alone, and status, headers and body bytes are compared.
 Success cases must also really be served by the lane (one SQL statement for a read, where the

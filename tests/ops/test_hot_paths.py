@@ -1,4 +1,4 @@
-"""What the hot paths' shortcuts (issue 14) must not change: a revoked key stops at once on
+"""What the hot paths' shortcuts must not change: a revoked key stops at once on
 the key-joined read, every way of sending a bad key answers as before, the admin keeps its
 sessions and CSRF check while API answers carry nothing of them, and a connection PostgreSQL
 closed is not reused by the socket-level health check."""
@@ -142,8 +142,8 @@ def test_a_connection_postgresql_closed_is_not_reused() -> None:
 
 
 def test_upload_start_writes_its_change_and_event_in_one_statement(owner: Actor) -> None:
-    """Issue 14: the key lookup, then ONE statement for the stored object, the file, the
-    file.created event and its deliveries (was: savepoint, three INSERTs, release)."""
+    """The key lookup, then ONE statement for the stored object, the file, the file.created
+    event and its deliveries: no savepoint, no INSERT of its own for each."""
     with override_settings(SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS=True):
         endpoint_create(tenant=owner.tenant, url="http://127.0.0.1:9/hook", events=None)
     with CaptureQueriesContext(connection) as queries:
@@ -182,8 +182,8 @@ def test_upload_start_leaves_nothing_when_its_event_cannot_be_written(
 def test_query_validation_builds_no_fields_per_request(
     owner: Actor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 14: the list's query validator reuses one bound set of its fields (DRF would
-    deep-copy them for every request), and still answers every error as before."""
+    """The list's query validator reuses one bound set of its fields (DRF would deep-copy
+    them for every request), and still refuses each bad parameter by name (VALIDATION_ERROR)."""
     assert owner.get("/v1/files", {"limit": "5"}).status_code == 200  # warm
     built: list[str] = []
     original = CleanedField.__init__
@@ -212,7 +212,7 @@ TIMESTAMPS = [
 
 
 def test_the_c_timestamp_loader_reads_what_djangos_loader_reads() -> None:
-    """The backend reads timestamptz with psycopg's C loader (issue 14); Django's own loader
+    """The backend reads timestamptz with psycopg's C loader; Django's own loader
     would give the same instants in the same tzinfo object."""
     from django.db.backends.postgresql.psycopg_any import register_tzloader  # type: ignore[import-untyped]
 
@@ -253,8 +253,8 @@ def _read_fast(model: Any, pk: Any) -> Any:
 
 
 def test_fast_instances_are_what_the_orm_makes(owner: Actor) -> None:
-    """instance() sets a full row's values directly where Model.__init__ would only set them
-    (issue 14): the same attributes, values, order and state as the ORM's own instance, and
+    """instance() sets a full row's values directly where Model.__init__ would only set them:
+    the same attributes, values, order and state as the ORM's own instance, and
     it saves like one."""
     file_id = start_upload(owner, metadata={"a": [1, 2.5, None], "é": "\u2028"})["file"]["id"]
     project = owner.project
@@ -532,7 +532,7 @@ def test_hot_statements_fit_psycopgs_cache_of_parsed_queries(
     ],
 )
 def test_one_shared_validator_answers_as_a_serializer_per_request(body: Any) -> None:
-    """validated() runs one serializer instance per class for every request (issue 14): the
+    """validated() runs one serializer instance per class for every request: the
     same values and the same refusals as DRF's is_valid on a new instance."""
     from rest_framework import serializers
 

@@ -98,7 +98,7 @@ def test_task_logs_carry_the_task_and_the_ids_it_works_on(caplog: Any) -> None:
 
 
 def test_the_single_file_read_logs_its_line(owner: Actor, caplog: pytest.LogCaptureFixture) -> None:
-    """GET /v1/files/<id> authenticates in its own query (issue 14): its line still names the
+    """GET /v1/files/<id> authenticates in its own query: its line still names the
     project and the key, for a found file and for a 401."""
     caplog.set_level(logging.INFO, logger="storage_service.requests")
     file_id = start_upload(owner)["file"]["id"]
@@ -124,7 +124,7 @@ def test_the_single_file_read_logs_its_line(owner: Actor, caplog: pytest.LogCapt
 
 def test_the_request_line_written_straight_is_the_line_logging_writes(owner: Actor) -> None:
     """With logging as the settings configure it (the root's one JSON console handler), the
-    request line is written straight to the stream (issue 14); with anything else listening
+    request line is written straight to the stream; with anything else listening
     it goes through ``logging``. Both write the same line: same keys in the same order, same
     values (the time and duration aside)."""
     import io

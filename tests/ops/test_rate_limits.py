@@ -174,7 +174,7 @@ def test_the_budget_is_shared_across_api_processes(
 def test_the_single_file_read_counts_every_request(
     limiter_redis: RedisServer, owner: Actor
 ) -> None:
-    """GET /v1/files/<id> resolves its key in the same query as its file (issue 14): the
+    """GET /v1/files/<id> resolves its key in the same query as its file: the
     count is still one per request, found or not, and a refused request is refused before
     the file is answered."""
     file_id = start_upload(owner)["file"]["id"]

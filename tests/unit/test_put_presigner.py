@@ -1,5 +1,5 @@
 """The in-process single-PUT presigner (objectstore.put_url) against botocore's: the same URL,
-byte for byte, for every endpoint shape (issue 14).
+byte for byte, for every endpoint shape.
 
 (That the store accepts these URLs is shown by every upload test, which PUTs real bytes
 through them.)

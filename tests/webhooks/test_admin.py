@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from tests.accounts.test_admin import staff_client
 from tests.factories import Actor
-from webhooks import tasks
+from webhooks import services
 from webhooks.models import Delivery, Endpoint, Event
 from webhooks.services import event_record
 
@@ -130,7 +130,7 @@ def test_redeliver_requeues_now_through_the_service_and_refuses_a_delivered_one(
     client = staff_client()
 
     with (
-        mock.patch.object(tasks, "enqueue") as enqueue,
+        mock.patch.object(services, "enqueue") as enqueue,
         django_capture_on_commit_callbacks(execute=True),
     ):
         response = client.post(

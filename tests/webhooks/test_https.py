@@ -19,7 +19,7 @@ from cryptography.x509.oid import NameOID
 from django.db import transaction
 
 from tests.factories import Actor
-from webhooks import delivery, tasks
+from webhooks import delivery, services
 from webhooks.models import Delivery
 from webhooks.services import endpoint_create, event_record
 
@@ -93,7 +93,7 @@ def tls_receiver(tmp_path: Path) -> Iterator[tuple[int, Path, list[str]]]:
 
 def send_one(owner: Actor, url: str) -> Delivery:
     endpoint = endpoint_create(tenant=owner.tenant, url=url, events=None).endpoint
-    with mock.patch.object(tasks, "enqueue"), transaction.atomic():
+    with mock.patch.object(services, "enqueue"), transaction.atomic():
         event = event_record(tenant=owner.tenant, type="file.created", data={})
     sent = Delivery.objects.get(event=event, endpoint=endpoint)
     delivery.deliver([sent.id])
