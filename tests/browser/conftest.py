@@ -11,11 +11,11 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pytest
 import requests
@@ -27,8 +27,8 @@ from storage_service import objectstore
 from tests.js.conftest import ROOT, NodeRun, actor, api_base, api_key, node, run_node
 from tests.servers import free_port
 
-if TYPE_CHECKING:
-    from mypy_boto3_s3.type_defs import CORSRuleTypeDef
+sys.path.insert(0, str(ROOT / "scripts"))
+from servers import cors_rule  # the rule `make run` and `make test` put on the buckets
 
 ARTIFACTS = ROOT / "var" / "test-artifacts" / "browser"
 EXAMPLE = ROOT / "examples" / "browser-upload" / "server.mjs"
@@ -57,19 +57,6 @@ def run_browser(script: str, env: dict[str, str], artifacts: Path, timeout: floa
     )
     (artifacts / f"{script}.tap").write_text(run.output)
     return run
-
-
-# What a browser's PUT and GET of a presigned URL need from the store: the signed headers
-# (content-type and if-none-match; the browser sets content-length and host itself) and the
-# ETag each part's PUT answers, which multipart complete needs.
-def cors_rule(origins: list[str]) -> CORSRuleTypeDef:
-    return {
-        "AllowedOrigins": origins,
-        "AllowedMethods": ["PUT", "GET"],
-        "AllowedHeaders": ["content-type", "if-none-match"],
-        "ExposeHeaders": ["ETag"],
-        "MaxAgeSeconds": 3600,
-    }
 
 
 @contextmanager
