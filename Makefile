@@ -92,7 +92,7 @@ fuzz: $(INSTALLED) ## Fuzz the API against its document with every schemathesis 
 
 # Skips a missing bench/, helper modules (bench/_*.py), which are not benchmarks, and the
 # cluster drill, which starts its own cluster (`make drill`).
-bench: $(INSTALLED) ## Run every bench/*.py against real services
+bench: $(INSTALLED) js ## Run every bench/*.py against real services
 	$(BIN)/pip install -q -r bench/requirements.txt  # peers compared against; not locked
 	$(DEVSERVICES) exec -- sh -c 'for f in bench/*.py; do \
 		case "$${f##*/}" in _*|cluster_drill.py) continue ;; esac; [ -e "$$f" ] || continue; \
@@ -118,6 +118,9 @@ chromium: ## Install Debian's chromium unless there is one (the browser tests dr
 	@command -v chromium >/dev/null || { $(SUDO) apt-get update && $(SUDO) apt-get install -y chromium; }
 
 js: $(JS_BUILT) chromium ## Install the JS client's locked dependencies, build it, print its size
+
+bench-browser: $(INSTALLED) js ## A browser's 100 MiB upload (uploadParts) against the Python client's
+	$(DEVSERVICES) exec -- $(BIN)/python bench/browser_upload.py
 
 clean: ## Remove var/ (local service data, services.env); keeps .venv
 	rm -rf var
