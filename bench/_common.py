@@ -505,6 +505,40 @@ def cpu_times(gunicorn_group: int) -> CpuTimes:
     return CpuTimes(gunicorn_cpu, postgres_cpu, busy)
 
 
+def listener_pid(port: int) -> int | None:
+    """The process listening on 127.0.0.1:``port`` (or any address), if this user can see it:
+    its listening socket's inode in /proc/net/tcp*, then the process holding that inode."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                fields = line.split()
+                # local address "ADDR:PORT" in hex; state 0A is LISTEN
+                if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                    inodes.add(f"socket:[{fields[9]}]")
+    if not inodes:
+        return None
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            for fd in (entry / "fd").iterdir():
+                with contextlib.suppress(OSError):
+                    if os.readlink(fd) in inodes:
+                        return int(entry.name)
+    return None
+
+
+def process_cpu(pid: int) -> float:
+    """CPU seconds one process (all its threads) has used so far; 0 once it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @contextlib.contextmanager
 def gunicorn(
     url: str,

@@ -1,25 +1,34 @@
-"""Requests per second of the API's hot paths beside two references outside the service, in
-one run: a bare Django app and a "lean" authenticated single-file GET (bench/reference/).
+"""Requests per second of the API's hot paths beside the server users would pick instead
+(Supabase Storage, when its address is given) and two references outside the service, in one
+run: a bare Django app and a "lean" authenticated single-file GET (bench/reference/).
 
     .venv/bin/python bench/api_throughput.py [--rounds 3] [--duration 8] [--warmup 2]
+        [--peer-url http://127.0.0.1:5000 --peer-key <service key> [--peer-bucket NAME]]
 
 Load: wrk (2 threads, 16 connections; `apt-get install wrk`), black-box over HTTP against
-gunicorn as `make run` serves the API (./gunicorn.conf.py: the same workers, class and
-threads for all three). Every round measures all six endpoints one after the other; each
-endpoint's ratios divide by the references measured in the SAME round, and the table shows
-the median and range over the rounds. The project is fresh for every run (1,000 seeded files,
-plus pending ones for complete, in the bench database) and deleted afterwards.
+gunicorn as `make run` serves the API (deploy/gunicorn.conf.py: the same workers, class and
+threads for the API and the references), with the ordinary request a client sends. Every
+round measures every endpoint one after the other, each of ours right before the peer's
+counterpart; ratios divide by figures measured in the SAME round, and the table shows the
+median and range over the rounds. The project is fresh for every run (1,000 seeded files,
+plus pending ones for complete, in the bench database) and deleted afterwards; the peer's
+bucket gets 100 objects in one folder (created or overwritten, left in place).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import urllib.error
+import urllib.parse
+import urllib.request
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,8 +50,22 @@ GET = "GET /v1/files/<id>"
 LIST = "GET /v1/files?path=…&limit=20"
 UPLOAD = "POST /v1/files/upload"
 COMPLETE = "POST /v1/files/<id>/complete"
-# (endpoint, reference, share): the goals of issue 14.
+# The peer's counterpart of each endpoint: Supabase Storage's object info, list of a folder
+# (prefix, limit 20) and signed upload URL, with its service key as the Bearer token.
+PEER_GET = "peer: GET /object/info/authenticated/<bucket>/<path>"
+PEER_LIST = "peer: POST /object/list/<bucket> (prefix, limit 20)"
+PEER_UPLOAD = "peer: POST /object/upload/sign/<bucket>/<path>"
+PEERS = {GET: PEER_GET, LIST: PEER_LIST, UPLOAD: PEER_UPLOAD}
+# While an endpoint has a fast lane in front of its DRF view, the same request with an Accept
+# header the lane hands over (it does not negotiate) shows what the DRF view alone serves.
+DRF_ACCEPT = "application/json; q=0.9"
+DRF_SUFFIX = " [DRF view, lane bypassed]"
+# (endpoint, reference, share): the shares of the references each endpoint should reach.
 GOALS = [(GET, LEAN, 0.8), (LIST, BARE, 0.25), (UPLOAD, BARE, 0.2)]
+# (endpoint, ratio): ours divided by the peer's counterpart, measured in the same round.
+PEER_GOALS = [(GET, 1.2), (LIST, 1.2), (UPLOAD, 0.5)]
+PEER_FOLDER = "bench/list"
+PEER_OBJECTS = 100
 
 UPLOAD_LUA = """
 local counter, threads = 0, 0
@@ -68,14 +91,31 @@ function request()
 end
 """
 
+PEER_LIST_LUA = """
+local body = '{"prefix":"%(prefix)s","limit":20}'
+function request() return wrk.format("POST", nil, nil, body) end
+"""
+
+# A new object name per request (as our upload's filename), under a name unique to the run.
+PEER_UPLOAD_LUA = """
+local counter, threads = 0, 0
+function setup(thread) thread:set("tid", threads); threads = threads + 1 end
+function request()
+  counter = counter + 1
+  return wrk.format("POST", string.format(
+    "/object/upload/sign/%(bucket)s/bench/upload/%(run)s-%%d-%%d.png", tid, counter))
+end
+"""
+
 
 @dataclass
 class Load:
     label: str
-    server: str  # "api" or "ref"
+    server: str  # "api", "ref" or "peer"
     path: str
     expect_body: bool = False  # a POST with a JSON body (upload) or an empty one (complete)
     script: str | None = None
+    accept: str = "application/json"  # what a client of the API sends
 
 
 @dataclass
@@ -102,7 +142,8 @@ class Round:
     measures: dict[str, Measure] = field(default_factory=dict)
 
     def ratio(self, label: str, reference: str) -> float:
-        return self.measures[label].rps / self.measures[reference].rps
+        below = self.measures[reference].rps
+        return self.measures[label].rps / below if below else 0.0
 
 
 _DURATION = re.compile(r"(\d+) requests in ([\d.]+)(us|ms|s|m)")
@@ -146,7 +187,7 @@ def run_wrk(
         "-H",
         f"Authorization: Bearer {key}",
         "-H",
-        "Accept: application/json",
+        f"Accept: {load.accept}",
     ]
     if load.expect_body:
         cmd += ["-H", "Content-Type: application/json"]
@@ -224,6 +265,116 @@ def remove_complete_object(project_id: str) -> None:
     objectstore.delete([f"{project_id}/bench-complete-object"])
 
 
+# --- The peer -------------------------------------------------------------------------------
+
+
+@dataclass
+class Peer:
+    """Supabase Storage at ``url``, with its service key: the server a user would pick instead
+    of this one. It runs elsewhere; the bench only takes its address and key, and seeds it
+    through its own API."""
+
+    url: str
+    key: str
+    bucket: str
+    pid: int | None = None  # its process, when it runs on this machine and can be seen
+
+    def call(
+        self, method: str, path: str, body: bytes | None = None, **headers: str
+    ) -> tuple[int, Any]:
+        request = urllib.request.Request(
+            self.url + path,
+            data=body,
+            method=method,
+            headers={"Authorization": f"Bearer {self.key}", **headers},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return response.status, json.loads(response.read() or b"null")
+        except urllib.error.HTTPError as error:
+            return error.code, error.read().decode(errors="replace")[:300]
+        except OSError as error:
+            raise SystemExit(f"the peer at {self.url} does not answer: {error}") from error
+
+    def expect(self, what: str, answer: tuple[int, Any]) -> Any:
+        status, body = answer
+        if status != 200:
+            raise SystemExit(f"the peer answered {what} with {status}: {body}")
+        return body
+
+    def seed(self) -> str:
+        """The bucket, with PEER_OBJECTS small objects in PEER_FOLDER (overwritten if there):
+        the path of the one the GET reads."""
+        if self.call("GET", f"/bucket/{self.bucket}")[0] != 200:
+            bucket = {"id": self.bucket, "name": self.bucket, "public": False}
+            self.expect(
+                "the bucket's creation",
+                self.call(
+                    "POST",
+                    "/bucket",
+                    json.dumps(bucket).encode(),
+                    **{"Content-Type": "application/json"},
+                ),
+            )
+        for number in range(1, PEER_OBJECTS + 1):
+            self.expect(
+                "an object's upload",
+                self.call(
+                    "POST",
+                    f"/object/{self.bucket}/{PEER_FOLDER}/file-{number:03d}.txt",
+                    f"bench object {number}\n".encode(),
+                    **{"Content-Type": "text/plain", "x-upsert": "true"},
+                ),
+            )
+        return f"{PEER_FOLDER}/file-001.txt"
+
+    def check(self, path: str) -> None:
+        """Each measured request answers 200 once, and the list a full page of 20."""
+        self.expect("the object info", self.call("GET", self.info_path(path)))
+        listed = self.expect(
+            "the list",
+            self.call(
+                "POST",
+                f"/object/list/{self.bucket}",
+                json.dumps({"prefix": PEER_FOLDER, "limit": 20}).encode(),
+                **{"Content-Type": "application/json"},
+            ),
+        )
+        if len(listed) != 20:
+            raise SystemExit(f"the peer listed {len(listed)} objects, not 20")
+        self.expect(
+            "the upload signing",
+            self.call("POST", f"/object/upload/sign/{self.bucket}/bench/upload/check.png"),
+        )
+
+    def info_path(self, path: str) -> str:
+        return f"/object/info/authenticated/{self.bucket}/{path}"
+
+
+@dataclass
+class Remote:
+    """A server this bench did not start, at ``base_url``. Its CPU is counted where gunicorn's
+    is for ours when its process can be found (the one listening on its port, on this
+    machine); else it is in 'other'."""
+
+    base_url: str
+    pid: int | None = None
+
+    def cpu(self) -> bench.CpuTimes:
+        times = bench.cpu_times(-1)  # no process group is -1: only PostgreSQL and the machine
+        if self.pid is None:
+            return times
+        return bench.CpuTimes(bench.process_cpu(self.pid), times.postgres, times.machine)
+
+
+def has_fast_lane(path: str) -> bool:
+    """Whether a plain view answers ``path`` before its DRF view (storage_service/fastlane.py
+    marks such a view with the DRF view it hands over to)."""
+    from django.urls import resolve
+
+    return hasattr(resolve(path.split("?")[0]).func, "fallback")
+
+
 # --- Run --------------------------------------------------------------------------------------
 
 
@@ -236,11 +387,25 @@ def main() -> int:
         "--only",
         choices=["get", "list", "upload", "complete"],
         action="append",
-        help="measure only these endpoints (and both references); repeatable",
+        help="measure only these endpoints (with both references and the peer); repeatable",
+    )
+    parser.add_argument(
+        "--peer-url", help="Supabase Storage's address, e.g. http://127.0.0.1:5000 (optional)"
+    )
+    parser.add_argument("--peer-key", help="the peer's service key (a service_role JWT)")
+    parser.add_argument(
+        "--peer-bucket",
+        default="bench-api-throughput",
+        help="the peer's bucket to seed and measure (created if missing)",
     )
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is not installed: apt-get install wrk (Debian/Ubuntu)")
+    if bool(args.peer_url) != bool(args.peer_key):
+        raise SystemExit("--peer-url and --peer-key go together")
+    peer = (
+        Peer(args.peer_url.rstrip("/"), args.peer_key, args.peer_bucket) if args.peer_url else None
+    )
 
     url = bench.bench_database_url()
     bench.ensure_database(url)
@@ -250,9 +415,16 @@ def main() -> int:
     from accounts.services import api_key_issue
     from files.models import File
 
+    peer_path = ""
+    if peer is not None:
+        bench.log(f"seeding the peer at {peer.url}: {PEER_OBJECTS} objects in {PEER_FOLDER}")
+        peer_path = peer.seed()
+        peer.check(peer_path)
+
     project = fresh_project(url)
     workdir = Path(tempfile.mkdtemp(prefix="bench-wrk-"))
     rounds: list[Round] = []
+    lanes: set[str] = set()
     try:
         raw_key = api_key_issue(project=project, environment="test", name="bench").raw_key
         file_id = (
@@ -270,9 +442,7 @@ def main() -> int:
         upload_lua.write_text(UPLOAD_LUA)
         complete_lua = workdir / "complete.lua"
         complete_lua.write_text(COMPLETE_LUA % {"ids": ids, "threads": THREADS})
-        loads = [
-            Load(BARE, "ref", "/bare"),
-            Load(LEAN, "ref", f"/lean/files/{file_id}"),
+        ours = [
             Load(GET, "api", f"/v1/files/{file_id}"),
             Load(LIST, "api", f"/v1/files?path={LIST_PATH}&limit=20"),
             Load(UPLOAD, "api", "/v1/files/upload", True, str(upload_lua)),
@@ -280,8 +450,40 @@ def main() -> int:
         ]
         if args.only:
             chosen = {"get": GET, "list": LIST, "upload": UPLOAD, "complete": COMPLETE}
-            wanted = {BARE, LEAN} | {chosen[name] for name in args.only}
-            loads = [load for load in loads if load.label in wanted]
+            wanted = {chosen[name] for name in args.only}
+            ours = [load for load in ours if load.label in wanted]
+        peer_loads: dict[str, Load] = {}
+        if peer is not None:
+            peer_list_lua = workdir / "peer-list.lua"
+            peer_list_lua.write_text(PEER_LIST_LUA % {"prefix": PEER_FOLDER})
+            peer_upload_lua = workdir / "peer-upload.lua"
+            run = uuid.uuid4().hex[:12]  # object names no earlier run signed
+            peer_upload_lua.write_text(PEER_UPLOAD_LUA % {"bucket": peer.bucket, "run": run})
+            peer_loads = {
+                GET: Load(PEER_GET, "peer", peer.info_path(peer_path)),
+                LIST: Load(
+                    PEER_LIST, "peer", f"/object/list/{peer.bucket}", True, str(peer_list_lua)
+                ),
+                UPLOAD: Load(
+                    PEER_UPLOAD, "peer", "/object/upload/sign", False, str(peer_upload_lua)
+                ),
+            }
+        loads = [Load(BARE, "ref", "/bare"), Load(LEAN, "ref", f"/lean/files/{file_id}")]
+        for load in ours:
+            loads.append(load)
+            if load.label != COMPLETE and has_fast_lane(load.path):
+                lanes.add(load.label)
+                drf = Load(
+                    load.label + DRF_SUFFIX,
+                    "api",
+                    load.path,
+                    load.expect_body,
+                    load.script,
+                    accept=DRF_ACCEPT,
+                )
+                loads.append(drf)
+            if load.label in peer_loads:
+                loads.append(peer_loads[load.label])
         with (
             bench.gunicorn(url) as api,
             bench.gunicorn(
@@ -291,25 +493,30 @@ def main() -> int:
                 ready_path="/bare",
             ) as ref,
         ):
-            servers = {"api": api, "ref": ref}
+            servers: dict[str, Any] = {"api": api, "ref": ref}
+            keys = {"api": raw_key, "ref": raw_key}
+            if peer is not None:
+                address = urllib.parse.urlsplit(peer.url)
+                local = address.hostname in ("127.0.0.1", "localhost")
+                peer.pid = bench.listener_pid(address.port or 80) if local else None
+                servers["peer"] = Remote(peer.url, peer.pid)
+                keys["peer"] = peer.key
             next_block = 0  # the first pending id of the next complete run
             for number in range(1, args.rounds + 1):
                 this = Round()
                 for load in loads:
-                    server = servers[load.server]
+                    server, key = servers[load.server], keys[load.server]
                     script = Path(load.script) if load.script else None
                     bench.log(f"round {number}: {load.label}")
                     # Each complete run gets its own block of pending ids (wrk's threads take
                     # every THREADS-th id of it, not necessarily as many each).
-                    run_wrk(server.base_url, raw_key, load, args.warmup, script, next_block)
+                    run_wrk(server.base_url, key, load, args.warmup, script, next_block)
                     next_block += COMPLETE_BLOCK if load.label == COMPLETE else 0
                     before = server.cpu()
-                    measure = run_wrk(
-                        server.base_url, raw_key, load, args.duration, script, next_block
-                    )
+                    measure = run_wrk(server.base_url, key, load, args.duration, script, next_block)
                     next_block += COMPLETE_BLOCK if load.label == COMPLETE else 0
                     used = server.cpu() - before
-                    # wrk's own CPU is not counted here: 'other' includes it.
+                    # wrk's own CPU is not counted here: 'other' includes it (and the peer's).
                     measure.other_cores = (
                         max(0.0, used.machine - used.gunicorn - used.postgres) / measure.seconds
                     )
@@ -326,7 +533,16 @@ def main() -> int:
         bench.delete_project(url, project.id)
         shutil.rmtree(workdir, ignore_errors=True)
 
-    report(rounds, [load.label for load in loads], api_line, ref_line, bool(settings.DEBUG), args)
+    loads_by_label = {load.label: load for load in loads}
+    report(
+        rounds,
+        loads_by_label,
+        lanes,
+        peer,
+        (api_line, ref_line),
+        bool(settings.DEBUG),
+        args,
+    )
     return 0
 
 
@@ -334,14 +550,20 @@ def spread(values: list[float], fmt: str) -> str:
     return f"{statistics.median(values):{fmt}} ({min(values):{fmt}}-{max(values):{fmt}})"
 
 
+def median_ratio(rounds: list[Round], label: str, reference: str) -> float:
+    return statistics.median(r.ratio(label, reference) for r in rounds)
+
+
 def report(
     rounds: list[Round],
-    labels: list[str],
-    api_line: str,
-    ref_line: str,
+    loads: dict[str, Load],
+    lanes: set[str],
+    peer: Peer | None,
+    lines: tuple[str, str],
     debug: bool,
     args: argparse.Namespace,
 ) -> None:
+    api_line, ref_line = lines
     print()
     print(
         f"wrk -t{THREADS} -c{CONNECTIONS}, {args.duration:g} s per endpoint after "
@@ -350,9 +572,17 @@ def report(
     print(f"API:        {api_line}")
     print(f"references: {ref_line}")
     print(f"DEBUG={debug} in both (the dev settings, as `make run`)")
+    if peer is None:
+        print("peer:       not measured (no --peer-url/--peer-key given)")
+    else:
+        print(
+            f"peer:       Supabase Storage at {peer.url}, bucket {peer.bucket} "
+            f"({PEER_OBJECTS} objects in {PEER_FOLDER}), its service key; "
+            + (f"process {peer.pid}" if peer.pid is not None else "its process not found here")
+        )
     print()
     rows = []
-    for label in labels:
+    for label, load in loads.items():
         measures = [r.measures[label] for r in rounds]
         rows.append(
             [
@@ -360,31 +590,86 @@ def report(
                 spread([m.rps for m in measures], ",.0f"),
                 spread([r.ratio(label, BARE) for r in rounds], ".2f"),
                 spread([r.ratio(label, LEAN) for r in rounds], ".2f")
-                if label not in (BARE, UPLOAD, COMPLETE, LIST)
+                if label in (LEAN, GET, GET + DRF_SUFFIX)
                 else "",
                 f"{statistics.median(m.p50_ms for m in measures):.1f}",
                 f"{statistics.median(m.p99_ms for m in measures):.1f}",
-                f"{statistics.median(m.gunicorn_ms for m in measures):.2f}",
+                f"{statistics.median(m.gunicorn_ms for m in measures):.2f}"
+                if load.server != "peer" or (peer is not None and peer.pid is not None)
+                else "-",
                 f"{statistics.median(m.postgres_ms for m in measures):.2f}",
                 str(sum(m.errors + m.timeouts for m in measures)),
                 f"{max(m.other_cores for m in measures):.2f}",
             ]
         )
     headers = ["endpoint", "req/s", "share of bare", "share of lean", "p50 ms", "p99 ms"]
-    headers += ["gunicorn CPU ms/req", "postgres CPU ms/req", "errors", "other cores"]
+    headers += ["server CPU ms/req", "postgres CPU ms/req", "errors", "other cores"]
     print(bench.table(headers, rows))
     print(
         "\nShares divide by the reference measured in the same round. 'errors': non-2xx answers"
         " and timeouts (excluded from req/s). 'other cores': the most, over the rounds, that"
-        " wrk and every other process of the machine used beside gunicorn and PostgreSQL."
-        " 'CPU ms/req': CPU time of gunicorn's processes and of PostgreSQL's, per answered"
-        " request (medians over the rounds)."
+        " wrk and every other process of the machine used beside the server and PostgreSQL."
+        " 'server CPU ms/req': CPU time of gunicorn's processes (master and workers) or, on the"
+        " peer's rows, of the peer's process; 'postgres CPU ms/req': of every PostgreSQL"
+        " process; per answered request (medians over the rounds)."
     )
-    print("\nGoals (on the median share):")
-    for label, reference, share in GOALS:
-        if label not in labels:
+    if lanes:
+        print(
+            f"Rows marked '{DRF_SUFFIX.strip()}': the same request with 'Accept: {DRF_ACCEPT}',"
+            " which the endpoint's fast lane hands to its DRF view; the unmarked row is what a"
+            " client gets (the lane)."
+        )
+
+    ours = [label for label in (GET, LIST, UPLOAD) if label in loads]
+    if peer is not None:
+        print("\nAgainst the peer (each ratio divides figures of the same round):")
+        peer_rows = []
+        for label in ours:
+            served_by = "fast lane" if label in lanes else "DRF view"
+            variants = [(label, served_by)]
+            if label in lanes:
+                variants.append((label + DRF_SUFFIX, "DRF view (lane bypassed)"))
+            for mine, how in variants:
+                peer_rows.append(
+                    [
+                        label,
+                        how,
+                        spread([r.measures[mine].rps for r in rounds], ",.0f"),
+                        spread([r.measures[PEERS[label]].rps for r in rounds], ",.0f"),
+                        spread([r.ratio(mine, PEERS[label]) for r in rounds], ".2f"),
+                    ]
+                )
+        print(
+            bench.table(
+                ["endpoint", "served by", "ours req/s", "peer req/s", "ours/peer"],
+                peer_rows,
+                left=(0, 1),
+            )
+        )
+
+    print("\nGoals (on the median ratio):")
+    if peer is None:
+        print("  against the peer: not measured (give --peer-url and --peer-key)")
+    for label, goal in PEER_GOALS if peer is not None else []:
+        if label not in loads:
             continue
-        ratio = statistics.median(r.ratio(label, reference) for r in rounds)
+        ratio = median_ratio(rounds, label, PEERS[label])
+        verdict = "PASS" if ratio >= goal else "FAIL"
+        how = " (served by its fast lane)" if label in lanes else ""
+        print(f"  [{verdict}] {label} at least {goal:.2f}x the peer{how}: {ratio:.2f}")
+        if label in lanes:
+            drf = median_ratio(rounds, label + DRF_SUFFIX, PEERS[label])
+            verdict = "PASS" if drf >= goal else "FAIL"
+            print(f"  [{verdict}] {label}, its DRF view, at least {goal:.2f}x the peer: {drf:.2f}")
+    for label in ours:
+        if label in lanes:
+            ratio = median_ratio(rounds, label + DRF_SUFFIX, label)
+            verdict = "PASS" if ratio >= 1.0 else "FAIL"
+            print(f"  [{verdict}] {label}: its DRF view at least as fast as its lane: {ratio:.2f}")
+    for label, reference, share in GOALS:
+        if label not in loads:
+            continue
+        ratio = median_ratio(rounds, label, reference)
         verdict = "PASS" if ratio >= share else "FAIL"
         name = "bare" if reference == BARE else "lean"
         print(f"  [{verdict}] {label} at least {share:.2f} of {name}: {ratio:.2f}")

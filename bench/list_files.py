@@ -112,11 +112,11 @@ def cursor_at(project: Any, sort_by: str, order: str, offset: int) -> str:
     """The nextCursor of the page ending just before ``offset`` (rows ``offset - LIMIT`` ..
     ``offset - 1``) of the visible listing in this sort, as the API would return it."""
     from accounts.tenancy import Tenant
+    from files.filters import SORT_FIELDS
     from files.models import File
-    from files.selectors import SORT_FIELDS
     from storage_service.pagination import encode_cursor
 
-    field_name = SORT_FIELDS[sort_by][0]
+    field_name = SORT_FIELDS[sort_by]
     prefix = "-" if order == "desc" else ""
     value, row_id = (
         File.objects.for_tenant(Tenant(project=project, mode="test"))
@@ -280,8 +280,8 @@ def main() -> int:
     from accounts.models import Project
     from accounts.services import api_key_issue, api_key_revoke
     from accounts.tenancy import Tenant
+    from files.filters import SORT_FIELDS
     from files.models import File
-    from files.selectors import SORT_FIELDS
     from storage_service.pagination import decode_cursor
 
     project = Project.objects.select_related("organization").get(id=project_id)

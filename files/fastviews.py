@@ -24,17 +24,15 @@ from accounts.selectors import api_key_forget, api_key_known, api_key_resolve
 from accounts.tenancy import Tenant
 from files import selectors, services
 from files.serializers import (
-    FileListQuery,
     UploadRequest,
     file_json,
     file_with_upload_json,
     upload_arguments,
 )
 from storage_service.errors import ApiError
-from storage_service.fastlane import Answer, spliced
+from storage_service.fastlane import Answer
 from storage_service.parsers import StrictJSONParser
 from storage_service.serializers import validated
-from storage_service.shapes import paged
 
 _PARSER = StrictJSONParser()
 
@@ -49,36 +47,6 @@ def retrieve(request: HttpRequest, file_id: str) -> Answer | None:
         return None  # 401 or 404: the DRF view answers
     admit(request, found.api_key)
     return Answer({"data": file_json(found.file)})
-
-
-def list_files(request: HttpRequest) -> Answer | None:
-    """``GET /v1/files`` without ``search``: the key and the page, each file already
-    rendered, in one statement."""
-    params = request.GET
-    if any(len(params.getlist(name)) > 1 for name in params):
-        return None
-    token = well_formed_bearer(request)
-    if token is None:
-        return None
-    try:
-        query = validated(FileListQuery, params.dict(), query=True)
-        found = selectors.file_list_rendered_with_key(
-            raw_key=token,
-            filters=selectors.filters_of(params),
-            options=selectors.FileListOptions.of(query),
-        )
-    except ApiError:
-        return None  # a refused query: 400, but only after the key and the count
-    if found is None or found.api_key is None or found.page is None:
-        return None
-    admit(request, found.api_key)
-    # Each file's JSON as the query wrote it (files/rendering.py), in paged()'s envelope.
-    page = found.page
-    return Answer(None, body=spliced(paged(page, _no_shape), [item.json for item in page.items]))
-
-
-def _no_shape(item: selectors.RenderedFile) -> None:
-    return None
 
 
 def upload(request: HttpRequest) -> Answer | None:

@@ -25,17 +25,14 @@ from files.validation import (
     clean_filename,
     clean_metadata,
     clean_path,
-    clean_search,
     clean_size,
 )
 from storage_service import objectstore
 from storage_service.serializers import (
     CleanedField,
     StrictSerializer,
-    choice,
     clean_cursor,
     in_query,
-    or_empty,
     query_int,
     strict_int,
 )
@@ -93,31 +90,6 @@ class DownloadUrlRequest(StrictSerializer):
 class ReplaceRequest(StrictSerializer):
     contentType = CleanedField(clean_content_type)
     size = CleanedField(clean_size)
-
-
-class FileListQuery(serializers.Serializer):
-    limit = CleanedField(query_int(1, 100), required=False, default=20)
-    cursor = CleanedField(clean_cursor, required=False)
-    search = CleanedField(
-        or_empty(clean_search, "no filter."),
-        required=False,
-        help_text="Case-insensitive substring of the filename (`%` and `_` are literal).",
-    )
-    path = CleanedField(
-        or_empty(clean_path, "no filter."),
-        required=False,
-        help_text="Exact folder; `/` lists root-level files.",
-    )
-    status = CleanedField(
-        choice(File.Status.values),
-        required=False,
-        help_text="Deleted files are listed only with `status=deleted` (the trash).",
-    )
-    contentType = CleanedField(
-        or_empty(clean_content_type, "no filter."), required=False, help_text="Exact MIME type."
-    )
-    sortBy = CleanedField(choice(list(selectors.SORT_FIELDS)), required=False, default="createdAt")
-    order = CleanedField(choice(["asc", "desc"]), required=False, default="desc")
 
 
 class FolderListQuery(serializers.Serializer):

@@ -7,6 +7,8 @@ error codes; storage_service/openapi.py adds what every operation shares.
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import extend_schema
 from rest_framework import viewsets
 from rest_framework.request import Request
@@ -14,11 +16,12 @@ from rest_framework.response import Response
 
 from accounts.context import tenant_of
 from files import selectors, services
+from files.filters import FileFilterSet
 from files.links import FILE_ID, file_links
+from files.models import File, FileQuerySet
 from files.serializers import (
     CopyRequest,
     DownloadUrlRequest,
-    FileListQuery,
     FolderListQuery,
     ReplaceRequest,
     UpdateRequest,
@@ -46,16 +49,38 @@ from storage_service.idempotency import (
     request_fingerprint,
 )
 from storage_service.openapi import Links, errors_of
+from storage_service.pagination import CursorPagination
 from storage_service.serializers import EmptyRequest, validated, validated_query
 from storage_service.shapes import Data, Paged, paged
 
 NOT_FOUND = ("FILE_NOT_FOUND",)
 
 
-class FileViewSet(viewsets.ViewSet):
-    """The contract's "Files" section. GET one file, the list and upload start have fast
-    lanes in front of these views (files/fastviews.py), which hand them every request they
-    do not serve."""
+class FileViewSet(viewsets.GenericViewSet):
+    """The contract's "Files" section. GET one file and upload start have fast lanes in
+    front of these views (files/fastviews.py), which hand them every request they do not
+    serve."""
+
+    pagination_class = CursorPagination
+    filterset_class = FileFilterSet
+
+    def get_queryset(self) -> FileQuerySet:
+        return File.objects.for_tenant(tenant_of(self.request))
+
+    @property
+    def cursor_scope(self) -> str:
+        """A cursor belongs to its sort and order (the filter set has validated both)."""
+        params = self.request.query_params
+        sorts = FileFilterSet.base_filters
+        sort_by = params.get("sortBy") or sorts["sortBy"].default
+        return f"files:{sort_by}:{params.get('order') or sorts['order'].default}"
+
+    def page_rows(self, queryset: FileQuerySet, count: int) -> Any:
+        """A page's rows: a search has its own bounded plan (selectors.search_page_rows)."""
+        term = self.request.query_params.get("search")
+        if term:
+            return selectors.search_page_rows(queryset, term, count)
+        return queryset[:count]
 
     @extend_schema(
         tags=["files"],
@@ -117,19 +142,12 @@ class FileViewSet(viewsets.ViewSet):
         description="Newest first by default. Pages are keyset pages ordered by "
         "`(sortBy, id)`: a cursor belongs to its `sortBy` and `order` (another answers 400). "
         "A parameter given twice answers 400.",
-        parameters=[FileListQuery],
-        responses={200: Paged[FileJson]},
+        responses={200: FileJson},
     )
     def list(self, request: Request) -> Response:
-        query = validated_query(FileListQuery, request)
-        params = request.query_params
-        page = selectors.file_list(
-            tenant=tenant_of(request),
-            filters=selectors.filters_of(params),
-            options=selectors.FileListOptions.of(query),
-        )
-        answer: Paged[FileJson] = paged(page, file_json)
-        return Response(answer)
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        assert page is not None  # pagination_class is set
+        return self.get_paginated_response([file_json(file) for file in page])
 
     @extend_schema(
         tags=["files"],

@@ -30,6 +30,7 @@ from typing import Annotated, Any, Literal, NotRequired, Required, Union, get_ar
 
 from drf_spectacular.extensions import (
     OpenApiAuthenticationExtension,
+    OpenApiFilterExtension,
     OpenApiSerializerExtension,
     OpenApiSerializerFieldExtension,
 )
@@ -90,6 +91,13 @@ def shape_name(hint: Any) -> str:
         return "".join(shape_name(arg) for arg in get_args(hint)) + shape_name(origin)
     name: str = hint.__name__
     return name.removesuffix("Json")
+
+
+def shape_ref(shape: Any) -> Schema:
+    """A ``$ref`` to a shape's component, for code that has no generator at hand (the
+    paginator's response schema); the generator registers the component
+    (``AutoSchema._get_response_for_code``)."""
+    return {"$ref": f"#/components/schemas/{shape_name(shape)}"}
 
 
 def nullable(schema: Schema) -> Schema:
@@ -229,6 +237,32 @@ class CleanedFieldExtension(OpenApiSerializerFieldExtension):
         return json_schema(self.target.clean)
 
 
+class FilterSetExtension(OpenApiFilterExtension):
+    """A list's filter set: each ``CleanedFilter`` a query parameter documented by its clean
+    function (storage_service/filtering.py), with its default and help text."""
+
+    target_class = "storage_service.filtering.FilterBackend"
+    priority = 1  # before drf-spectacular's own, which guesses types from the model
+
+    def get_schema_operation_parameters(self, auto_schema: Any, *args: Any, **kwargs: Any) -> Any:
+        filterset_class = getattr(auto_schema.view, "filterset_class", None)
+        if filterset_class is None:
+            return []
+        parameters = []
+        for name, declared in filterset_class.base_filters.items():
+            schema = json_schema(declared.clean)
+            if declared.default is not None:
+                schema["default"] = declared.default
+            # The help text, else the rule's own description, says what the parameter is.
+            description = declared.extra.get("help_text") or schema.pop("description", None)
+            schema.pop("description", None)
+            parameter: Schema = {"in": "query", "name": name, "schema": schema}
+            if description:
+                parameter["description"] = description
+            parameters.append(parameter)
+        return parameters
+
+
 class StrictSerializerExtension(OpenApiSerializerExtension):
     """A strict body refuses unknown fields, an empty body where fields are needed, and a
     body without one of ``require_any``: the component states each of those rules."""
@@ -355,9 +389,17 @@ JSON = "application/json"
 
 class AutoSchema(SpectacularAutoSchema):
     def _is_list_view(self, serializer: Any = None) -> bool:
-        # Our list endpoints answer an explicit envelope (Paged[...]); drf-spectacular must not
-        # wrap it in another array.
-        return False
+        # A list is a list action with a paginator: its parameters are the paginator's and the
+        # filter set's, and its answer is the paginator's envelope around the declared item.
+        return (
+            self.method == "GET"
+            and getattr(self.view, "action", None) == "list"
+            and getattr(self.view, "pagination_class", None) is not None
+        )
+
+    def get_paginated_name(self, serializer_name: str) -> str:
+        # "FilePaged": as a shape's component is named (shape_name)
+        return serializer_name + shape_name(self._get_paginator().envelope)
 
     def get_operation_id(self) -> str:
         # "<tag>_<handler>" (files_upload, files_replace_complete, identity_get): stable, unique
@@ -397,6 +439,9 @@ class AutoSchema(SpectacularAutoSchema):
                 "headers": {**REQUEST_ID_HEADER, **ERROR_HEADERS.get(serializer.status, {})},
                 "content": {JSON: {"schema": self._error_ref()}},
             }
+        if self._is_list_view():
+            # The component the paginator's envelope refers to (shape_ref)
+            self.resolve_serializer(self._get_paginator().pagination_shape, "response")
         links = None
         if isinstance(serializer, Links):
             links, serializer = serializer.as_openapi(), serializer.response

@@ -1,34 +1,34 @@
-"""Keyset (cursor) pagination: the cost of a page never grows with its depth.
+"""The one pagination of every list: keyset pages, whose cost never grows with their depth.
 
-A cursor is an opaque, signed token holding the sort it belongs to and the last row's sort
-value and id. The next page is ``WHERE (sort, id) > (value, id)`` (or ``<`` when descending)
-``ORDER BY sort, id LIMIT n + 1``: an index range scan that starts where the last page ended,
-unlike OFFSET, which reads and throws away every earlier row.
+A page is ``WHERE (sort, id) > (value, id)`` (``<`` when descending) ``ORDER BY sort, id
+LIMIT n + 1``: an index range scan that starts where the last page ended, unlike OFFSET,
+which reads and throws away every earlier row. The extra row says whether there are more.
+
+The cursor is an opaque token signed with the secret key (``django.core.signing``): the
+scope it belongs to (the list and its order), and the last row's sort value and id. A
+tampered cursor, or one from another list or order, is a 400.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Generic, TypedDict, TypeVar
+from typing import Any, Generic, TypeVar
 
 from django.core import signing
-from django.db.models import Model, QuerySet
+from django.db.models import QuerySet
+from rest_framework import pagination, serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
 
 from storage_service.errors import ValidationError
-
-T = TypeVar("T", bound=Model)
-Item = TypeVar("Item")
+from storage_service.openapi import shape_ref, shape_schema
+from storage_service.serializers import clean_cursor, json_schema, query_int
+from storage_service.shapes import Paged, PaginationJson
 
 _SALT = "storage_service.pagination.cursor"
-
-
-class PaginationJson(TypedDict):
-    """Whether there are more rows, and the cursor that asks for them (null when there are
-    none): pass it back unchanged as ``cursor``."""
-
-    hasMore: bool
-    nextCursor: str | None
+Item = TypeVar("Item")
 
 
 @dataclass(frozen=True)
@@ -41,13 +41,13 @@ class Page(Generic[Item]):
         return {"hasMore": self.has_more, "nextCursor": self.next_cursor}
 
 
-def encode_cursor(scope: str, value: Any, row_id: str) -> str:
+def encode_cursor(scope: str, value: Any, row_id: Any) -> str:
     if isinstance(value, datetime):
         value = {"dt": value.isoformat()}  # microseconds kept: the cursor must be exact
     return signing.dumps({"s": scope, "v": value, "i": row_id}, salt=_SALT, compress=True)
 
 
-def decode_cursor(cursor: str, scope: str) -> tuple[Any, str]:
+def decode_cursor(cursor: str, scope: str) -> tuple[Any, Any]:
     try:
         payload = signing.loads(cursor, salt=_SALT)
     except signing.BadSignature as exc:
@@ -69,50 +69,127 @@ def decode_cursor(cursor: str, scope: str) -> tuple[Any, str]:
     return value, row_id
 
 
-@dataclass(frozen=True)
-class Keyset:
-    """One keyset ordering: by ``field`` (SQL ``column``), then by id, in one direction."""
+_LIMIT = query_int(1, 100)
 
-    field: str
-    column: str
-    descending: bool
-    scope: str  # what a cursor must belong to, e.g. "files:createdAt:desc"
 
-    @property
-    def sql_order(self) -> str:
-        return "DESC" if self.descending else "ASC"
+class CursorPagination(pagination.CursorPagination):
+    """Keyset pages in the queryset's own order, answered as ``{"data", "pagination"}``.
 
-    def order_by(self) -> tuple[str, str]:
-        prefix = "-" if self.descending else ""
-        return f"{prefix}{self.field}", f"{prefix}id"
+    The queryset's ``order_by`` is the keyset: ``(sort, id)``, both one way (the filter set
+    sets it), or one unique key such as a folder's name. The view gives ``cursor_scope``,
+    what its cursors belong to (``"files:createdAt:desc"``): a cursor from another scope is
+    refused rather than starting a page in the wrong place. A view may set ``page_size`` (the
+    default ``limit``) and, where a page needs its own plan, ``page_rows(queryset, count)``
+    (files/views.py: the bounded search).
+    """
 
-    def after(self, queryset: QuerySet[T], cursor: str | None) -> QuerySet[T]:
-        """The rows after ``cursor`` (all rows without one).
+    envelope = Paged  # the answer's shape, and the one its pagination object has
+    pagination_shape = PaginationJson
+    page_size = 20
+    max_page_size = 100
+    page_size_query_param = "limit"
+    cursor_query_param = "cursor"
 
-        The row comparison ``(col, id) < (%s, %s)`` is written in SQL because PostgreSQL
-        turns it into one index range condition, where the equivalent
-        ``a < x OR (a = x AND id < y)`` is only a filter.
-        """
-        if not cursor:
-            return queryset
-        return self.after_row(queryset, *decode_cursor(cursor, self.scope))
+    def paginate_queryset(
+        self, queryset: QuerySet[Any], request: Request, view: Any = None
+    ) -> list[Any]:
+        self.request = request
+        errors = self.query_errors(request)
+        if errors:
+            raise serializers.ValidationError(errors)
+        params = request.query_params
+        limit = params.get(self.page_size_query_param)
+        self.limit = _LIMIT(limit) if limit is not None else self._default_size(view)
+        cursor = params.get(self.cursor_query_param)
+        self.keys = _keys(queryset)
+        self.scope: str = view.cursor_scope
+        if cursor:
+            value, row_id = decode_cursor(cursor, self.scope)
+            queryset = self._after(queryset, value, row_id)
+        page_rows = getattr(view, "page_rows", None)
+        count = self.limit + 1
+        rows = list(page_rows(queryset, count) if page_rows else queryset[:count])
+        self.has_more = len(rows) > self.limit
+        rows = rows[: self.limit]
+        self.next_cursor = None
+        if self.has_more and rows:
+            sort, tiebreak = self.keys
+            self.next_cursor = encode_cursor(
+                self.scope, _value(rows[-1], sort.lstrip("-")), _value(rows[-1], tiebreak)
+            )
+        return rows
 
-    def after_row(self, queryset: QuerySet[T], value: Any, row_id: Any) -> QuerySet[T]:
-        """The rows after the row with sort value ``value`` and id ``row_id``."""
-        table = queryset.model._meta.db_table
-        op = "<" if self.descending else ">"
+    def query_errors(self, request: Request) -> dict[str, list[str]]:
+        """What is wrong with the ``limit`` and ``cursor`` parameters, by name."""
+        errors = {}
+        for name, clean in (
+            (self.page_size_query_param, _LIMIT),
+            (self.cursor_query_param, clean_cursor),
+        ):
+            value = request.query_params.get(name)
+            if value is None:
+                continue
+            try:
+                clean(value)
+            except serializers.ValidationError as exc:
+                errors[name] = [str(message) for message in exc.detail]
+        return errors
+
+    def _default_size(self, view: Any) -> int:
+        return int(getattr(view, "page_size", self.page_size))
+
+    def _after(self, queryset: QuerySet[Any], value: Any, row_id: Any) -> QuerySet[Any]:
+        """The rows after the one with sort value ``value`` and tie-break ``row_id``."""
+        sort, tiebreak = self.keys
+        descending = sort.startswith("-")
+        field = sort.lstrip("-")
+        if field == tiebreak:
+            return queryset.filter(**{f"{field}__{'lt' if descending else 'gt'}": value})
+        # Written as a row comparison: PostgreSQL turns ``(col, id) < (%s, %s)`` into one
+        # index range condition, where ``a < x OR (a = x AND id < y)`` is only a filter.
+        meta = queryset.model._meta
+        table = meta.db_table
+        column = meta.get_field(field).column
+        tie_column = meta.get_field(tiebreak).column
+        op = "<" if descending else ">"
         return queryset.extra(
-            where=[f'("{table}"."{self.column}", "{table}"."id") {op} (%s, %s)'],
+            where=[f'("{table}"."{column}", "{table}"."{tie_column}") {op} (%s, %s)'],
             params=[value, row_id],
         )
 
-    def page(self, rows: list[Item], limit: int) -> Page[Item]:
-        """A page from up to ``limit + 1`` rows in this order (the extra row means more): model
-        instances, or anything with their ``pk`` and sort attribute."""
-        has_more = len(rows) > limit
-        items = rows[:limit]
-        next_cursor = None
-        if has_more and items:
-            last: Any = items[-1]
-            next_cursor = encode_cursor(self.scope, getattr(last, self.field), str(last.pk))
-        return Page(items=items, has_more=has_more, next_cursor=next_cursor)
+    def get_paginated_response(self, data: Any) -> Response:
+        body: Paged[Any] = {"data": data, "pagination": self.pagination_json()}
+        return Response(body)
+
+    def pagination_json(self) -> PaginationJson:
+        return {"hasMore": self.has_more, "nextCursor": self.next_cursor}
+
+    def get_paginated_response_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
+        paged = shape_schema(self.envelope[Any], shape_ref)
+        paged["properties"]["data"] = schema
+        return paged
+
+    def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
+        limit = {**json_schema(_LIMIT), "default": self._default_size(view)}
+        return [
+            {"in": "query", "name": self.page_size_query_param, "schema": limit},
+            {"in": "query", "name": self.cursor_query_param, "schema": json_schema(clean_cursor)},
+        ]
+
+
+def _keys(queryset: QuerySet[Any]) -> tuple[str, str]:
+    """The keyset of ``queryset``'s order: ``(sort, tie-break)``, each a field name, the
+    sort with ``-`` when descending."""
+    order: Sequence[Any] = queryset.query.order_by
+    if not all(isinstance(key, str) for key in order) or len(order) not in (1, 2):
+        raise TypeError(f"a keyset page needs order_by(sort, id) or one unique key: {order!r}")
+    if len(order) == 1:
+        return order[0], order[0].lstrip("-")
+    sort, tiebreak = order
+    if sort.startswith("-") != tiebreak.startswith("-"):
+        raise TypeError(f"both keys of a keyset page go one way: {order!r}")
+    return sort, tiebreak.lstrip("-")
+
+
+def _value(row: Any, name: str) -> Any:
+    return row[name] if isinstance(row, dict) else getattr(row, name)

@@ -7,10 +7,12 @@ how one definition becomes the response, the type check and the document.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Generic, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Annotated, Generic, TypedDict, TypeVar
 
 from storage_service.openapi import JsonSchema
-from storage_service.pagination import Page, PaginationJson
+
+if TYPE_CHECKING:
+    from storage_service.pagination import Page
 
 T = TypeVar("T")
 Item = TypeVar("Item")
@@ -30,6 +32,14 @@ class Data(TypedDict, Generic[T]):
     """The contract's ``{"data": ...}`` envelope."""
 
     data: T
+
+
+class PaginationJson(TypedDict):
+    """Whether there are more rows, and the cursor that asks for them (null when there are
+    none): pass it back unchanged as ``cursor``."""
+
+    hasMore: bool
+    nextCursor: str | None
 
 
 class Paged(TypedDict, Generic[T]):

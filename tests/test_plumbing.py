@@ -87,13 +87,11 @@ def test_ids_and_timestamps_have_the_documented_shape(owner: Actor) -> None:
 def test_an_unexpected_failure_is_a_json_500_without_traceback(
     owner: Actor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def explode(**kwargs: object) -> None:
+    def explode(*args: object, **kwargs: object) -> None:
         raise RuntimeError("secret internals")
 
-    # Both ways a list is read: the fast lane's (files/fastviews.py) and the DRF view's.
-    monkeypatch.setattr("files.selectors.file_list", explode)
-    monkeypatch.setattr("files.selectors.file_list_rendered_with_key", explode)
-    response = owner.get("/v1/files")
+    monkeypatch.setattr("files.selectors.search_page_rows", explode)
+    response = owner.get("/v1/files", {"search": "a"})
 
     assert response.status_code == 500
     request_id = response["X-Request-Id"]

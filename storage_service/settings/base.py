@@ -67,6 +67,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.postgres",
     "rest_framework",
+    "django_filters",
     "drf_spectacular",
     # Swagger UI's files, served by the service itself (whitenoise): the docs need no CDN.
     "drf_spectacular_sidecar",
@@ -269,9 +270,12 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["storage_service.parsers.StrictJSONParser"],
     "EXCEPTION_HANDLER": "storage_service.errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
-    "DEFAULT_FILTER_BACKENDS": [],
+    # Every list filters through its view's filterset_class (django-filter), then pages
+    # through its pagination_class (storage_service.pagination.CursorPagination).
+    "DEFAULT_FILTER_BACKENDS": ["storage_service.filtering.FilterBackend"],
     "DEFAULT_THROTTLE_CLASSES": ["accounts.throttling.ApiKeyRateThrottle"],
     "DEFAULT_SCHEMA_CLASS": "storage_service.openapi.AutoSchema",
+    "DEFAULT_METADATA_CLASS": "storage_service.metadata.Metadata",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "File storage service",

@@ -198,3 +198,62 @@ def test_folder_parents_with_like_wildcards_match_literally(owner: Actor) -> Non
     for parent in ["a_b", "50%"]:
         children = owner.get("/v1/folders", {"parent": parent}).json()["data"]
         assert [f["path"] for f in children] == [f"{parent}/in"]
+
+
+@pytest.mark.parametrize(
+    ("query", "message", "details"),
+    [
+        (
+            "?limit=0&status=gone",
+            "The request is invalid.",
+            {
+                "limit": ["Must be from 1 to 100."],
+                "status": ["Must be one of: pending, uploaded, failed, deleted."],
+            },
+        ),
+        (
+            "?limit=0&cursor=zz&sortBy=x",
+            "The request is invalid.",
+            {
+                "limit": ["Must be from 1 to 100."],
+                "sortBy": ["Must be one of: createdAt, updatedAt, filename, size."],
+            },
+        ),
+        (
+            "?limit=1&limit=2",
+            "A query parameter was given more than once.",
+            {"limit": ["Given more than once."]},
+        ),
+        (
+            "?cursor=",
+            "The request is invalid.",
+            {"cursor": ["Pass the previous page's nextCursor, unchanged."]},
+        ),
+        (
+            "?cursor=garbage",
+            "The cursor is invalid; pass nextCursor back unchanged.",
+            {"cursor": ["Invalid cursor."]},
+        ),
+    ],
+)
+def test_a_refused_list_query_names_every_bad_parameter(
+    owner: Actor, query: str, message: str, details: dict[str, list[str]]
+) -> None:
+    response = owner.client.get(f"/v1/files{query}")
+    assert response.status_code == 400
+    assert response.json() == {
+        "error": {"code": "VALIDATION_ERROR", "message": message, "details": details}
+    }
+
+
+def test_a_cursor_of_another_sort_or_tampered_is_refused(owner: Actor) -> None:
+    for name in ["a", "b"]:
+        start_upload(owner, png_bytes(), filename=f"{name}.png")
+    cursor = owner.get("/v1/files", {"limit": 1}).json()["pagination"]["nextCursor"]
+
+    other = owner.get("/v1/files", {"limit": 1, "sortBy": "size", "cursor": cursor})
+    tampered = owner.get("/v1/files", {"limit": 1, "cursor": cursor[:-2] + "xx"})
+
+    assert other.status_code == tampered.status_code == 400
+    assert other.json()["error"]["details"] == {"cursor": ["Cursor does not match sortBy/order."]}
+    assert tampered.json()["error"]["details"] == {"cursor": ["Invalid cursor."]}

@@ -1,25 +1,17 @@
-"""The list's fast lane has PostgreSQL write each file's JSON (files/rendering.py): it must be
-the text file_json renders to, key for key and byte for byte, for files in every state and
-with the worst names and metadata a client could store."""
+"""A file in the list is the file object the contract defines, key for key, for files in
+every state and with the worst names and metadata a client could store."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
-from unittest import mock
 
 import pytest
-from django.core import signing
 from rest_framework.renderers import JSONRenderer
 
-from files import rendering, selectors
 from files.models import File
 from files.serializers import file_json
-from files.shapes import FileJson
-from storage_service.fastlane import spliced
-from storage_service.shapes import paged
 from tests.factories import Actor, make_actor
 from tests.helpers import start_upload
 
@@ -64,22 +56,6 @@ STATES: list[dict[str, Any]] = [
 ]
 
 
-def _keys(keys: tuple[rendering._Key, ...]) -> list[str]:
-    return [key.name for key in keys]
-
-
-def test_the_sql_writes_every_key_of_the_shape_in_its_order() -> None:
-    assert [*_keys(rendering.HEAD), rendering.METADATA, *_keys(rendering.TAIL)] == list(
-        FileJson.__annotations__
-    )
-    optional = {key.name for key in rendering.TAIL + rendering.HEAD if key.when is not None}
-    # (The shapes' annotations are strings, so __optional_keys__ does not know NotRequired.)
-    declared = {
-        key for key, kind in FileJson.__annotations__.items() if "NotRequired[" in str(kind)
-    }
-    assert optional == declared == {"uploadedAt", "checksum", "deletedAt"}
-
-
 @pytest.fixture
 def actor(db: None) -> Actor:
     return make_actor("rendered")
@@ -94,47 +70,20 @@ def _stored(actor: Actor) -> list[str]:
     return ids
 
 
-@pytest.fixture(autouse=True)
-def one_second() -> Iterator[None]:
-    """Cursors are signed with the time in seconds: both reads sign at the same one."""
-    stamp = signing.TimestampSigner().timestamp()
-    with mock.patch.object(signing.TimestampSigner, "timestamp", return_value=stamp):
-        yield
-
-
 @pytest.mark.parametrize("status", [None, "deleted"])
-def test_each_file_renders_as_file_json_renders(actor: Actor, status: str | None) -> None:
+def test_the_list_shows_each_file_as_its_own_answer_does(actor: Actor, status: str | None) -> None:
+    """Each listed file, key for key and in the same order, is the file as GET shows it (or,
+    in the trash, as the file object renders it)."""
     _stored(actor)
-    filters = {"status": status} if status else {}
-    options = selectors.FileListOptions(limit=100)
-    rendered = selectors.file_list_rendered_with_key(
-        raw_key=actor.key.raw_key, filters=filters, options=options
-    )
-    built = selectors.file_list(tenant=actor.tenant, filters=filters, options=options)
-    assert rendered is not None and rendered.page is not None
-    assert len(rendered.page.items) == len(built.items) >= 2
-
-    for text, file in zip(rendered.page.items, built.items, strict=True):
-        expected = file_json(file)
-        got = json.loads(text.json)
-        for key in FileJson.__annotations__:  # key by key, for a clear failure
-            assert (key in got, got.get(key)) == (key in expected, expected.get(key)), key
-        assert list(got) == list(expected)
-    # And the answers, byte for byte, as the DRF view renders the page.
-    body = spliced(
-        paged(rendered.page, lambda item: None), [item.json for item in rendered.page.items]
-    )
-    assert body == JSONRenderer().render(paged(built, file_json))
-
-
-def test_a_page_cursor_is_the_same_either_way(actor: Actor) -> None:
-    _stored(actor)
-    for sort_by in selectors.SORT_FIELDS:
-        options = selectors.FileListOptions(limit=2, sort_by=sort_by, order="asc")
-        rendered = selectors.file_list_rendered_with_key(
-            raw_key=actor.key.raw_key, filters={}, options=options
-        )
-        built = selectors.file_list(tenant=actor.tenant, filters={}, options=options)
-        assert rendered is not None and rendered.page is not None
-        assert rendered.page.pagination_json() == built.pagination_json()
-        assert rendered.page.next_cursor is not None
+    query = {"limit": 100, **({"status": status} if status else {})}
+    response = actor.get("/v1/files", query)
+    assert response.status_code == 200
+    listed = response.json()["data"]
+    assert len(listed) >= 2
+    for item in listed:
+        expected = file_json(File.objects.get(id=item["id"]))
+        assert json.loads(JSONRenderer().render(expected)) == item
+        assert list(item) == list(expected)
+        if item["status"] != "deleted":
+            one = actor.get(f"/v1/files/{item['id']}").json()["data"]
+            assert list(one.items()) == list(item.items())

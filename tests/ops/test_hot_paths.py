@@ -24,7 +24,6 @@ from accounts.models import ApiKey, Organization, Project
 from accounts.services import api_key_revoke, project_create
 from accounts.tenancy import Tenant
 from files.models import File, StoredObject
-from files.serializers import FileListQuery
 from files.services.upload import file_upload_start
 from storage_service.fastfetch import _plain, columns, fetch_row, instance
 from storage_service.ids import new_id
@@ -296,79 +295,6 @@ def test_a_model_with_init_listeners_is_made_by_from_db(owner: Actor) -> None:
     assert seen == [file_id] and read.id == file_id
 
 
-def test_the_lists_statement_is_planned_once_not_per_request(owner: Actor) -> None:
-    """The list's keyed statement leaves out deleted files with a literal, not a parameter:
-    with a parameter, PostgreSQL cannot use the partial indexes (``WHERE NOT status =
-    'deleted'``) in a generic plan, and so planned the page again on every request."""
-    for number in range(30):
-        start_upload(owner, filename=f"f{number}.txt", path="docs")
-    # Enough other files that reading the table without those indexes costs the planner more
-    # than planning each time (PostgreSQL compares the two), as on any real project.
-    stored = StoredObject.objects.create(
-        storage_key=f"{owner.project.id}/shared",
-        project=owner.project,
-        mode=owner.tenant.mode,
-        declared_type="text/plain",
-        declared_size=1,
-    )
-    File.objects.bulk_create(
-        File(
-            id=new_id("file"),
-            current_object=stored,
-            project=owner.project,
-            mode=owner.tenant.mode,
-            filename=f"other-{number}.txt",
-            path=f"other/{number % 50}",
-            content_type="text/plain",
-            size=1,
-            status=File.Status.UPLOADED if number % 2 else File.Status.DELETED,
-        )
-        for number in range(5000)
-    )
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE files_file")
-    for _ in range(8):  # PostgreSQL weighs a generic plan after five custom ones
-        listed = owner.get("/v1/files?path=docs&limit=20")
-        assert listed.status_code == 200 and len(listed.json()["data"]) == 20
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT generic_plans, custom_plans FROM pg_prepared_statements"
-            " WHERE statement LIKE '%LEFT JOIN LATERAL%'"
-        )
-        plans = cursor.fetchall()
-    assert len(plans) == 1, plans
-    generic, custom = plans[0]
-    assert generic >= 3 and custom <= 5, plans
-
-
-def test_a_repeated_list_query_is_validated_once_and_refusals_every_time(
-    owner: Actor, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The list's query validation is kept for the very same parameters (it depends on
-    nothing else); a refused query is refused again, with the same details."""
-    query = {"limit": "7", "sortBy": "filename", "order": "asc", "path": "kept/here"}
-    first = owner.get("/v1/files", query)
-    assert first.status_code == 200
-    runs: list[str] = []
-    original = FileListQuery.run_validation
-
-    def counting(self: FileListQuery, data: Any = None) -> Any:
-        runs.append("ran")
-        return original(self, data)
-
-    monkeypatch.setattr(FileListQuery, "run_validation", counting)
-    again = owner.get("/v1/files", query)
-    assert again.status_code == 200 and again.content == first.content
-    assert runs == []
-    other = owner.get("/v1/files", {**query, "limit": "8"})  # other parameters: validated
-    assert other.status_code == 200 and runs == ["ran"]
-    for _ in range(2):
-        refused = owner.get("/v1/files", {**query, "limit": "0"})
-        assert refused.status_code == 400 and error_code(refused) == "VALIDATION_ERROR"
-        assert refused.json()["error"]["details"] == {"limit": ["Must be from 1 to 100."]}
-    assert runs == ["ran"] * 3
-
-
 def test_an_insert_compiled_once_sends_what_the_compiler_sends(
     owner: Actor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -489,33 +415,6 @@ def test_a_key_revoked_elsewhere_is_401_before_429_and_before_400(owner: Actor) 
     _revoke_elsewhere(owner)
     _unknown_key_answer(owner.post("/v1/files/upload", UPLOAD))
     _unknown_key_answer(owner.post("/v1/files/upload", {"filename": ""}))
-
-
-def test_hot_statements_fit_psycopgs_cache_of_parsed_queries(
-    owner: Actor, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """psycopg parses a query's placeholders again on every execution once it is longer than
-    its cache takes (4,096 characters or 50 parameters): 15% of an upload's CPU when its
-    statement grew past that. The hot statements stay within it."""
-    from psycopg import _queries
-
-    sent: list[tuple[int, int]] = []
-    execute = psycopg.Cursor.execute
-
-    def spy(self: Any, query: Any, params: Any = None, **kwargs: Any) -> Any:
-        sent.append((len(query), len(params or ())))
-        return execute(self, query, params, **kwargs)
-
-    file_id = start_upload(owner, path="docs")["file"]["id"]  # the key, now known
-    monkeypatch.setattr(psycopg.Cursor, "execute", spy)
-    assert owner.post("/v1/files/upload", UPLOAD).status_code == 201
-    assert owner.get(f"/v1/files/{file_id}").status_code == 200
-    assert owner.get("/v1/files?path=docs&limit=20").status_code == 200
-    statements = [(length, params) for length, params in sent if length > 100]  # no SAVEPOINTs
-    assert len(statements) == 3, sent
-    for length, params in statements:
-        assert length <= _queries.MAX_CACHED_STATEMENT_LENGTH, sent
-        assert params <= _queries.MAX_CACHED_STATEMENT_PARAMS, sent
 
 
 @pytest.mark.parametrize(

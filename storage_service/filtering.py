@@ -1,0 +1,75 @@
+"""The filters of every list: django-filter FilterSets whose fields are the API's rules.
+
+Each filter is a ``CleanedFilter``: one clean function (files/validation.py style) checks the
+query parameter's value, gives the value the filter applies, and states the parameter's JSON
+Schema for the OpenAPI document (storage_service/openapi.py), so the rule and its
+documentation cannot drift. A refused value is the usual 400 ``VALIDATION_ERROR`` with the
+rule's message under the parameter's name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import django_filters
+from django import forms
+from django.db.models import QuerySet
+from django_filters.rest_framework import DjangoFilterBackend
+from rest_framework import serializers
+from rest_framework.request import Request
+
+from storage_service.errors import ValidationError
+
+
+class CleanedFormField(forms.Field):
+    """A form field checked by one clean function; an absent parameter is None."""
+
+    def __init__(self, *, clean_value: Callable[[str], Any], **kwargs: Any) -> None:
+        self.clean_value = clean_value
+        super().__init__(**kwargs)
+
+    def clean(self, value: Any) -> Any:
+        if value is None:
+            return None
+        try:
+            return self.clean_value(value)
+        except serializers.ValidationError as exc:
+            raise forms.ValidationError([str(message) for message in exc.detail]) from exc
+
+
+class CleanedFilter(django_filters.Filter):
+    """A filter whose parameter ``clean`` checks. ``default`` is the value an absent parameter
+    stands for (documented; the filter set applies it)."""
+
+    field_class = CleanedFormField
+
+    def __init__(self, clean: Callable[[str], Any], *, default: Any = None, **kwargs: Any) -> None:
+        self.clean = clean
+        self.default = default
+        super().__init__(clean_value=clean, **kwargs)
+
+
+class FilterBackend(DjangoFilterBackend):
+    """django-filter's backend, refusing a parameter given twice (ambiguous: a 400 rather
+    than silently taking one of the values), checked first, for every parameter of the list.
+    A refused filter is reported with whatever the paginator refuses too (``limit``,
+    ``cursor``), so one answer names every bad parameter."""
+
+    def filter_queryset(self, request: Request, queryset: QuerySet[Any], view: Any) -> Any:
+        params = request.query_params
+        repeated = [key for key in params if len(params.getlist(key)) > 1]
+        if repeated:
+            raise ValidationError(
+                "A query parameter was given more than once.",
+                details={key: ["Given more than once."] for key in repeated},
+            )
+        filterset = self.get_filterset(request, queryset, view)
+        if filterset is None:
+            return queryset
+        if not filterset.is_valid():
+            paginator = getattr(view, "paginator", None)
+            errors = paginator.query_errors(request) if paginator is not None else {}
+            errors.update({name: list(messages) for name, messages in filterset.errors.items()})
+            raise serializers.ValidationError(errors)
+        return filterset.qs
