@@ -65,9 +65,9 @@ export interface paths {
         };
         /**
          * Get a file
-         * @description The contract's "Files" section. GET one file, the list and upload start have fast
-         *     lanes in front of these views (files/fastviews.py), which hand them every request they
-         *     do not serve.
+         * @description The contract's "Files" section. GET one file and upload start have fast lanes in
+         *     front of these views (files/fastviews.py), which hand them every request they do not
+         *     serve.
          */
         get: operations["files_retrieve"];
         put?: never;
@@ -81,9 +81,9 @@ export interface paths {
         head?: never;
         /**
          * Rename, move, or replace the metadata
-         * @description The contract's "Files" section. GET one file, the list and upload start have fast
-         *     lanes in front of these views (files/fastviews.py), which hand them every request they
-         *     do not serve.
+         * @description The contract's "Files" section. GET one file and upload start have fast lanes in
+         *     front of these views (files/fastviews.py), which hand them every request they do not
+         *     serve.
          */
         patch: operations["files_partial_update"];
         trace?: never;
@@ -119,9 +119,9 @@ export interface paths {
         put?: never;
         /**
          * Copy a file (shares the stored bytes)
-         * @description The contract's "Files" section. GET one file, the list and upload start have fast
-         *     lanes in front of these views (files/fastviews.py), which hand them every request they
-         *     do not serve.
+         * @description The contract's "Files" section. GET one file and upload start have fast lanes in
+         *     front of these views (files/fastviews.py), which hand them every request they do not
+         *     serve.
          */
         post: operations["files_copy"];
         delete?: never;
