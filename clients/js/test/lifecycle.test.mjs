@@ -125,8 +125,16 @@ test("an interrupted multipart upload names its session; resume sends the rest",
   assert.match(failure.uploadId, /^upload_/);
   const held = await client.uploads.parts(failure.uploadId);
   assert.ok(held.length >= 1, "the part sent before the abort is held");
-  const file = await client.uploads.resume(failure.uploadId, path);
+  // The source changed in its first part since: the held part's MD5 no longer matches, so
+  // resume sends it again rather than assembling stale bytes.
+  data[0] ^= 0xff;
+  await writeFile(path, data);
+  const seen = [];
+  const file = await client.uploads.resume(failure.uploadId, path, {
+    onProgress: (p) => seen.push(p.loaded),
+  });
   assert.equal(file.status, "uploaded");
+  assert.ok(seen[0] < held.length * 8 * MIB, "the changed part is not counted as held");
   assert.ok(equalBytes(await client.files.download(file.id), data));
 });
 
