@@ -3,6 +3,7 @@
  * variants, webhooks. For servers (Node 18+): the API key must never reach a browser; pages
  * upload with `storage-service-client/browser`.
  */
+import { webCrypto } from "./crypto.js";
 import {
   type CompletedPart,
   ConfigurationError,
@@ -170,9 +171,9 @@ function keyHeader(key: string | undefined): Record<string, string> | undefined 
   return key ? { "Idempotency-Key": key } : undefined;
 }
 
-function newKey(): string {
+async function newKey(): Promise<string> {
   const random = new Uint8Array(16);
-  globalThis.crypto.getRandomValues(random);
+  (await webCrypto()).getRandomValues(random);
   return `sdk-${Array.from(random, (b) => b.toString(16).padStart(2, "0")).join("")}`;
 }
 
@@ -210,7 +211,7 @@ export class Files extends Resource {
         size: src.size,
         path: options.path,
         metadata: options.metadata,
-        idempotencyKey: options.idempotencyKey ?? newKey(),
+        idempotencyKey: options.idempotencyKey ?? (await newKey()),
       };
       if (src.size < this.client.settings.multipartThreshold) {
         const { file, upload } = await this.startUpload(declared);
@@ -482,7 +483,7 @@ export class Uploads extends Resource {
 }
 
 // The specifier in a variable: bundlers for browsers leave this Node-only import alone.
-const NODE_CRYPTO = "node:crypto";
+const NODE_HASHES = "node:crypto";
 
 /** Whether a held part's ETag shows bytes other than `read()`'s. Only where the ETag is an MD5
  * and Node's crypto is there (Web Crypto has no MD5); otherwise the size check stands. */
@@ -490,7 +491,7 @@ async function differs(etag: string, read: () => Promise<Blob | Uint8Array>): Pr
   if (!/^[0-9a-f]{32}$/i.test(etag)) return false;
   let crypto: { createHash(name: string): { update(data: Uint8Array): { digest(encoding: "hex"): string } } };
   try {
-    crypto = await import(NODE_CRYPTO);
+    crypto = await import(NODE_HASHES);
   } catch {
     return false;
   }

@@ -1,6 +1,7 @@
 /**
  * Webhooks: verifying a delivery's signature (`verifyWebhook`), and managing endpoints.
  */
+import { webCrypto } from "./crypto.js";
 import { SignatureError } from "./errors.js";
 import type { Api } from "./http.js";
 import type { Delivery, Schemas, Webhook, WebhookEvent } from "./types.js";
@@ -11,16 +12,6 @@ const DEFAULT_TOLERANCE_SECONDS = 300;
 export interface VerifyOptions {
   /** Refuse a timestamp further than this from the clock (default 300; 0 turns it off). */
   toleranceSeconds?: number;
-}
-
-// The specifier in a variable: bundlers for browsers leave this Node-only import alone.
-const NODE_CRYPTO = "node:crypto";
-
-async function subtle(): Promise<SubtleCrypto> {
-  if (globalThis.crypto?.subtle) return globalThis.crypto.subtle;
-  // Node 18 has Web Crypto only under node:crypto.
-  const crypto: { webcrypto: { subtle: SubtleCrypto } } = await import(NODE_CRYPTO);
-  return crypto.webcrypto.subtle;
 }
 
 /**
@@ -72,7 +63,7 @@ export async function verifyWebhook(
   const signed = new Uint8Array(prefix.byteLength + body.byteLength);
   signed.set(prefix);
   signed.set(body, prefix.byteLength);
-  const crypto = await subtle();
+  const crypto = (await webCrypto()).subtle;
   let matched = false;
   for (const secret of Array.isArray(secrets) ? secrets : [secrets]) {
     const key = await crypto.importKey(
