@@ -105,8 +105,9 @@ JS_INSTALLED := $(JS)/node_modules/.installed
 JS_BUILT := $(JS)/dist/.built
 SUDO := $(shell [ "$$(id -u)" -ne 0 ] && command -v sudo)
 
+# Node.js 18+ and npm: Debian's packages when the machine has none.
 $(JS_INSTALLED): $(JS)/package.json $(JS)/package-lock.json
-	@command -v npm >/dev/null || { echo "npm not found: install Node.js 18 or newer" >&2; exit 1; }
+	@command -v npm >/dev/null || { $(SUDO) apt-get update && $(SUDO) apt-get install -y nodejs npm; }
 	cd $(JS) && npm ci --no-audit --no-fund
 	touch $@
 
