@@ -2,7 +2,7 @@
 // browser-upload example at EXAMPLE_URL and uploads SIZE random bytes through uploadParts
 // (CONCURRENCY parts at a time) ROUNDS times: start on the example's server, PUT the parts to
 // the store, complete. Prints one JSON line per round: {seconds, fileId}.
-import { launch } from "../tests/browser/chromium.mjs";
+import { launch } from "../tests/js/browser/chromium.mjs";
 
 const { EXAMPLE_URL, SIZE, CONCURRENCY, ROUNDS } = process.env;
 const browser = await launch();

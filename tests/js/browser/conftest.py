@@ -1,7 +1,8 @@
 """Real-browser tests: headless Chromium (Debian's package, `make chromium`) driven by
-playwright-core from Node scripts in this folder, against the real stack. The page is the
-browser-upload example (examples/browser-upload), served by its own Node server on an origin
-of its own; the store (SeaweedFS) is a third origin, so every PUT is a CORS request.
+playwright-core from Node scripts in this folder, against the real stack (the API server and
+the actor are tests/js/conftest.py's). The page is the browser-upload example
+(examples/browser-upload), served by its own Node server on an origin of its own; the store
+(SeaweedFS) is a third origin, so every PUT is a CORS request.
 
 Screenshots land in var/test-artifacts/browser/.
 """
@@ -22,9 +23,7 @@ import requests
 from botocore.exceptions import ClientError
 
 from storage_service import objectstore
-
-# The API server and the actor are the Node tests' (one server per session).
-from tests.js.conftest import ROOT, NodeRun, actor, api_base, api_key, node, run_node
+from tests.js.conftest import ROOT, NodeRun, node, run_node
 from tests.servers import free_port
 
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -112,6 +111,3 @@ def example(api_base: str, api_key: str) -> Iterator[str]:
     finally:
         process.terminate()
         process.wait(timeout=10)
-
-
-__all__ = ["actor", "api_base", "api_key", "run_browser"]

@@ -5,7 +5,7 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-const require = createRequire(new URL("../../clients/js/package.json", import.meta.url));
+const require = createRequire(new URL("../../../clients/js/package.json", import.meta.url));
 const { chromium } = require("playwright-core");
 
 export const FLAGS = [

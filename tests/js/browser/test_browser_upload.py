@@ -1,14 +1,14 @@
 """The browser-upload example in headless Chromium: single and parallel-part uploads with
 progress, an abort and resume, the store's refusal shown to the page, and the key never in the
-browser (tests/browser/upload.browser.mjs holds the steps)."""
+browser (tests/js/browser/upload.browser.mjs holds the steps)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from files.models import File
-from tests.browser.conftest import run_browser
 from tests.factories import Actor
+from tests.js.browser.conftest import run_browser
 
 MIB = 1024 * 1024
 

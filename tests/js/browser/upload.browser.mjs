@@ -1,7 +1,7 @@
 // The browser-upload example (examples/browser-upload) in headless Chromium: the page, on an
 // origin of its own, PUTs straight to the store (another origin) through presigned URLs.
 // EXAMPLE_URL is the page; API_KEY is the key its server holds, which the browser must never
-// see. Run by tests/browser/test_browser_upload.py.
+// see. Run by tests/js/browser/test_browser_upload.py.
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { after, before, test } from "node:test";

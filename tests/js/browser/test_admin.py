@@ -1,4 +1,4 @@
-"""The admin in a real browser (tests/browser/admin.browser.mjs clicks; this module prepares
+"""The admin in a real browser (tests/js/browser/admin.browser.mjs clicks; this module prepares
 the staff user and a failed delivery, then checks what the clicks changed)."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from django.db import transaction
 from django.test import override_settings
 
 from accounts.models import ApiKey, Organization, Project
-from tests.browser.conftest import run_browser
 from tests.factories import Actor
+from tests.js.browser.conftest import run_browser
 from tests.webhook_receiver import Answer, running_receiver
 from webhooks.models import Delivery
 from webhooks.services import event_record

@@ -1,7 +1,7 @@
 // The Django admin, clicked through by a staff user in headless Chromium: log in, create an
 // organization and a project, issue a key (its secret shown once), revoke it (the API then
 // answers 401), redeliver a failed webhook delivery. A screenshot of each page goes to
-// ARTIFACTS. Run by tests/browser/test_admin.py, which prepared the staff user (ADMIN_USER,
+// ARTIFACTS. Run by tests/js/browser/test_admin.py, which prepared the staff user (ADMIN_USER,
 // ADMIN_PASSWORD) and the failed delivery (DELIVERY_ID), and checks the database afterwards.
 import assert from "node:assert/strict";
 import { writeFile } from "node:fs/promises";
