@@ -158,13 +158,13 @@ def main() -> int:
     raw_key = api_key_issue(project=project, environment="test", name="bench").raw_key
     store = [
         "--endpoint",
-        str(settings.AWS_S3_ENDPOINT_URL),
+        str(objectstore.storage().endpoint_url),
         "--access-key",
-        str(settings.AWS_ACCESS_KEY_ID),
+        str(objectstore.storage().access_key),
         "--secret-key",
-        str(settings.AWS_SECRET_ACCESS_KEY),
+        str(objectstore.storage().secret_key),
         "--region",
-        str(settings.AWS_S3_REGION_NAME),
+        str(objectstore.storage().region_name),
         "--bucket",
         objectstore.bucket(),
     ]
@@ -226,7 +226,7 @@ def main() -> int:
     print()
     print(f"Client upload against boto3 ({datetime.now(UTC):%Y-%m-%d %H:%M} UTC)")
     print(f"server: {server_line}, DEBUG={settings.DEBUG}")
-    print(f"store: {settings.AWS_S3_ENDPOINT_URL or 'AWS S3'}, bucket {objectstore.bucket()}")
+    print(f"store: {objectstore.storage().endpoint_url or 'AWS S3'}, bucket {objectstore.bucket()}")
     print(
         f"{total / GIB:g} GiB from a file on disk, 8 MiB parts, {CONCURRENCY} in parallel; "
         f"best of {args.rounds} rounds; each upload in its own process"

@@ -75,17 +75,15 @@ def presign_figures(count: int) -> tuple[float, float]:
     from storage_service import objectstore
 
     # Both build the boto3 client (and ours the URL prefix) once per process: not timed.
-    objectstore.PartUrlSigner(key="warm", upload_id="warm", expires_in=60).url(1, 1)
+    objectstore.part_signer(key="warm", upload_id="warm", expires_in=60).url(1, 1)
     ours = math.inf
     for _ in range(5):  # best of 5: it is short enough for a busy machine to distort once
         started = time.perf_counter()
-        signer = objectstore.PartUrlSigner(
-            key="bench/key", upload_id="bench-upload", expires_in=900
-        )
+        signer = objectstore.part_signer(key="bench/key", upload_id="bench-upload", expires_in=900)
         for number in range(1, count + 1):
             signer.url(number, PART)
         ours = min(ours, (time.perf_counter() - started) * 1000)
-    client = objectstore.presign_client()
+    client = objectstore.client()
     started = time.perf_counter()
     for number in range(1, count + 1):
         client.generate_presigned_url(
@@ -242,7 +240,7 @@ def main() -> int:
     print()
     print(f"Multipart uploads ({datetime.now(UTC):%Y-%m-%d %H:%M} UTC)")
     print(f"server: {server_line}, DEBUG={settings.DEBUG}")
-    print(f"store: {settings.AWS_S3_ENDPOINT_URL or 'AWS S3'}, bucket {objectstore.bucket()}")
+    print(f"store: {objectstore.storage().endpoint_url or 'AWS S3'}, bucket {objectstore.bucket()}")
     print()
     print("1. Initiate an upload of 10,000 parts (80,000 MiB), every part URL presigned")
     print(

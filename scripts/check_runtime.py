@@ -11,6 +11,7 @@ is found:
 2. Every module of the service (every app, migrations, admin, tasks, commands, settings)
    imports under the production profile, and so do the processes a deployment starts
    (gunicorn, the Celery worker).
+   The object store's storage (STORAGES["files"], django-storages) is built there too.
 3. ``django-admin check --deploy --fail-level WARNING`` passes under the production profile.
 
 Only the standard library and what the runtime lock installs are used here.
@@ -127,6 +128,14 @@ def check_imports() -> None:
     for entry in ["gunicorn.app.wsgiapp", "celery.bin.celery", "storage_service.wsgi"]:
         importlib.import_module(entry)
     print(f"imported {modules} modules of the service with only the runtime lock installed")
+    # The object store's one storage (django-storages), built from STORAGES as a process would
+    # build it, signing for its public endpoint; no network call is made.
+    from storage_service import objectstore
+
+    store = objectstore.storage()
+    scope = store.signing_scope
+    alias = objectstore.STORAGE_ALIAS
+    print(f"STORAGES[{alias!r}]: {type(store).__name__}, URLs signed for {scope.object_url_prefix}")
 
 
 def check_deploy() -> None:

@@ -9,6 +9,7 @@ database outage takes instances out of rotation without restarting them in a loo
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -69,8 +70,45 @@ def _check_redis() -> None:
     _redis().ping()
 
 
+class _StoreProbe:
+    """One HEAD of the bucket, on a daemon thread of its own.
+
+    The store's client waits up to its whole call budget (attempts x (connect + read)), right
+    for uploads and wrong for a probe that must answer before the load balancer gives up on
+    it. So readiness waits PROBE_TIMEOUT_SECONDS for the HEAD and no longer; a probe that finds
+    the previous HEAD still waiting joins it, so a hung store holds one thread, not one per
+    probe.
+    """
+
+    def __init__(self) -> None:
+        self.storage = objectstore.storage()
+        self.finished = threading.Event()
+        self.error: Exception | None = None
+        threading.Thread(target=self._run, name="store-probe", daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            objectstore.check()
+        except Exception as exc:
+            self.error = exc
+        finally:
+            self.finished.set()
+
+
+_store_probe: _StoreProbe | None = None
+_store_probe_lock = threading.Lock()
+
+
 def _check_object_store() -> None:
-    objectstore.probe_client(PROBE_TIMEOUT_SECONDS).head_bucket(Bucket=objectstore.bucket())
+    global _store_probe
+    with _store_probe_lock:
+        probe = _store_probe
+        if probe is None or probe.finished.is_set() or probe.storage is not objectstore.storage():
+            probe = _store_probe = _StoreProbe()
+    if not probe.finished.wait(PROBE_TIMEOUT_SECONDS):
+        raise TimeoutError("The object store did not answer in time.")
+    if probe.error is not None:
+        raise probe.error
 
 
 CHECKS: dict[str, Callable[[], None]] = {

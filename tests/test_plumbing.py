@@ -8,9 +8,9 @@ import pytest
 from django.test import Client
 
 from accounts.services import api_key_revoke
-from storage_service import objectstore
 from tests.factories import Actor
 from tests.helpers import start_upload
+from tests.storage import storages_with
 
 
 def test_missing_key_is_unauthenticated(db: None) -> None:
@@ -110,12 +110,9 @@ def test_the_object_store_being_down_is_a_503_and_changes_nothing(
     owner: Actor, settings: Any
 ) -> None:
     file = start_upload(owner)["file"]
-    settings.AWS_S3_ENDPOINT_URL = "http://127.0.0.1:9"  # nothing listens on the discard port
-    objectstore.reset_clients()
-    try:
-        response = owner.post(f"/v1/files/{file['id']}/complete")
-    finally:
-        objectstore.reset_clients()
+    # Nothing listens on the discard port.
+    settings.STORAGES = storages_with(endpoint_url="http://127.0.0.1:9")
+    response = owner.post(f"/v1/files/{file['id']}/complete")
 
     assert response.status_code == 503
     assert response.json()["error"]["code"] == "STORAGE_UNAVAILABLE"

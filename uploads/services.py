@@ -92,7 +92,7 @@ def _presign(session: UploadSession, numbers: list[int]) -> PresignedParts:
     """
     remaining = int((session.expires_at - timezone.now()).total_seconds())
     ttl = max(1, min(settings.SERVICE_UPLOAD_URL_TTL_SECONDS, remaining))
-    signer = objectstore.PartUrlSigner(
+    signer = objectstore.part_signer(
         key=session.stored_object.storage_key,
         upload_id=session.provider_upload_id,
         expires_in=ttl,

@@ -1,7 +1,7 @@
-"""Reading and writing whole objects, which only the variant workers do.
+"""Reading and writing whole objects, which only the variant workers do, through the storage.
 
 The rest of the service never moves bytes (clients use presigned URLs); the workers must read
-an original and write a result. Errors map to StorageUnavailable like objectstore's own.
+an original and write a result. Errors map to StorageUnavailable like the gateway's own.
 """
 
 from __future__ import annotations
@@ -9,7 +9,9 @@ from __future__ import annotations
 import tempfile
 from typing import IO
 
+from boto3.exceptions import S3UploadFailedError
 from botocore.exceptions import BotoCoreError, ClientError
+from django.core.files.uploadedfile import SimpleUploadedFile
 
 from storage_service import objectstore
 from storage_service.errors import StorageUnavailable
@@ -30,32 +32,21 @@ class SourceTooLarge(Exception):
 CHUNK_BYTES = 1024 * 1024
 
 
-def _store_error(exc: ClientError, key: str) -> Exception:
-    code = str(exc.response.get("Error", {}).get("Code", ""))
-    if code in {"404", "NoSuchKey", "NotFound"}:
-        return ObjectMissing(key)
-    return StorageUnavailable("The object store refused the request.")
-
-
 def read(key: str, *, max_bytes: int) -> IO[bytes]:
     """The whole object, rewound, in memory or (when large) in a temporary file; never more
     than ``max_bytes`` of it.
 
-    The size is checked by HEAD before a byte is downloaded; then the GET asks for a range of
-    at most ``max_bytes + 1`` bytes, so an object replaced by a larger one after the HEAD
-    still costs at most that much to find out (SourceTooLarge either way).
+    Opening the storage's file reads the size (a HEAD) before a byte is downloaded; then a
+    GET of at most ``max_bytes + 1`` bytes (a range, which the file API cannot ask for) means
+    an object replaced by a larger one since still costs at most that much to find out
+    (SourceTooLarge either way).
     """
-    info = objectstore.head(key)  # StorageUnavailable when the store does not answer
-    if info is None:
-        raise ObjectMissing(key)
-    if info.size > max_bytes:
-        raise SourceTooLarge(_too_large(info.size, max_bytes))
     spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)  # noqa: SIM115 (returned)
     try:
-        response = objectstore.client().get_object(
-            Bucket=objectstore.bucket(), Key=key, Range=f"bytes=0-{max_bytes}"
-        )
-        body = response["Body"]
+        with objectstore.storage().open(key, "rb") as stored:
+            if stored.size > max_bytes:
+                raise SourceTooLarge(_too_large(stored.size, max_bytes))
+            body = stored.obj.get(Range=f"bytes=0-{max_bytes}")["Body"]
         received = 0
         try:
             while chunk := body.read(min(CHUNK_BYTES, max_bytes + 1 - received)):
@@ -65,9 +56,14 @@ def read(key: str, *, max_bytes: int) -> IO[bytes]:
                 spool.write(chunk)
         finally:
             body.close()
+    except FileNotFoundError as exc:  # the storage's answer to a 404 on open
+        spool.close()
+        raise ObjectMissing(key) from exc
     except ClientError as exc:
         spool.close()
-        raise _store_error(exc, key) from exc
+        if _is_missing(exc):  # deleted between the HEAD and the GET
+            raise ObjectMissing(key) from exc
+        raise StorageUnavailable("The object store refused the request.") from exc
     except BotoCoreError as exc:
         spool.close()
         raise StorageUnavailable("The object store is unreachable; try again.") from exc
@@ -78,6 +74,10 @@ def read(key: str, *, max_bytes: int) -> IO[bytes]:
     return spool
 
 
+def _is_missing(exc: ClientError) -> bool:
+    return str(exc.response.get("Error", {}).get("Code", "")) in {"404", "NoSuchKey", "NotFound"}
+
+
 def _too_large(size: int, limit: int, *, grew: bool = False) -> str:
     found = f"more than {limit}" if grew else str(size)
     return (
@@ -86,11 +86,17 @@ def _too_large(size: int, limit: int, *, grew: bool = False) -> str:
 
 
 def write(key: str, data: bytes, *, content_type: str) -> str:
-    """Store ``data`` under ``key``; returns the store's ETag (without quotes)."""
+    """Store ``data`` under ``key`` (the storage's save, as is: keys are never reused);
+    returns the store's ETag (without quotes)."""
     try:
-        response = objectstore.client().put_object(
-            Bucket=objectstore.bucket(), Key=key, Body=data, ContentType=content_type
+        saved = objectstore.storage().save(
+            key, SimpleUploadedFile(key, data, content_type=content_type)
         )
-    except (ClientError, BotoCoreError) as exc:
+    except (ClientError, BotoCoreError, S3UploadFailedError) as exc:
         raise StorageUnavailable("The object store could not store the variant.") from exc
-    return str(response.get("ETag", "")).strip('"')
+    if saved != key:
+        raise RuntimeError(f"the storage saved {key!r} as {saved!r}")
+    info = objectstore.head(key)
+    if info is None or info.size != len(data):
+        raise StorageUnavailable("The object store lost the variant it was given.")
+    return info.etag

@@ -9,6 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlparse
 
+from typing import Any, Literal, cast
+
+from boto3.s3.transfer import TransferConfig
+from botocore.config import Config
 from django.core.exceptions import ImproperlyConfigured
 
 from storage_service.env import env_bool, env_int, env_int_list, env_list, env_str
@@ -149,10 +153,10 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "var" / "static"
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns on a missing root
-STORAGES: dict[str, dict[str, object]] = {
-    # No "default": the service stores nothing through Django's storage API (clients move the
-    # bytes with presigned URLs; storage_service/objectstore.py does the rest). Code that
-    # reached for default_storage would fail loudly rather than write to an API host's disk.
+STORAGES: dict[str, dict[str, Any]] = {
+    # "files", the object store, is added by each profile (object_store() below, with the
+    # profile's credentials). No "default": code that reached for default_storage would fail
+    # loudly rather than write to an API host's disk.
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 # Finds assets in the apps directly, so no collectstatic step is needed to run.
@@ -161,18 +165,51 @@ WHITENOISE_USE_FINDERS = True
 SERVICE_BENCH_ROUTES = env_bool("SERVICE_BENCH_ROUTES", False)
 
 # --- Object store ------------------------------------------------------------------------
-AWS_S3_ENDPOINT_URL = env_str("AWS_S3_ENDPOINT_URL", "") or None
+# Read here, used only in object_store() below: STORAGES["files"] is the one configuration.
+_STORE_ENDPOINT_URL = env_str("AWS_S3_ENDPOINT_URL", "") or None
 # Where clients reach the store, when that differs from where the service reaches it (a
 # store on a private network behind a public hostname). Presigned URLs are signed for it.
-AWS_S3_PUBLIC_ENDPOINT_URL = env_str("AWS_S3_PUBLIC_ENDPOINT_URL", "") or AWS_S3_ENDPOINT_URL
-AWS_S3_REGION_NAME = env_str("AWS_S3_REGION_NAME", "us-east-1")
-AWS_S3_ADDRESSING_STYLE = env_str("AWS_S3_ADDRESSING_STYLE", "path")
-if AWS_S3_ADDRESSING_STYLE not in {"path", "virtual", "auto"}:
+_STORE_PUBLIC_ENDPOINT_URL = env_str("AWS_S3_PUBLIC_ENDPOINT_URL", "") or _STORE_ENDPOINT_URL
+_STORE_REGION = env_str("AWS_S3_REGION_NAME", "us-east-1")
+_addressing_style = env_str("AWS_S3_ADDRESSING_STYLE", "path")
+if _addressing_style not in {"path", "virtual", "auto"}:
     raise ImproperlyConfigured("AWS_S3_ADDRESSING_STYLE must be path, virtual or auto")
-AWS_STORAGE_BUCKET_NAME = env_str("AWS_STORAGE_BUCKET_NAME", "storage")
-# Credentials: set in the profile (dev/test defaults; production requires them).
-AWS_ACCESS_KEY_ID: str = ""
-AWS_SECRET_ACCESS_KEY: str = ""
+_STORE_ADDRESSING_STYLE = cast(Literal["path", "virtual", "auto"], _addressing_style)
+_STORE_BUCKET = env_str("AWS_STORAGE_BUCKET_NAME", "storage")
+
+
+def object_store(*, access_key: str, secret_key: str) -> dict[str, Any]:
+    """STORAGES["files"]: the object store, as django-storages' S3Storage (with the public
+    endpoint presigned URLs are signed for: storage_service/filestorage.py)."""
+    return {
+        "BACKEND": "storage_service.filestorage.FileStorage",
+        "OPTIONS": {
+            "bucket_name": _STORE_BUCKET,
+            "endpoint_url": _STORE_ENDPOINT_URL,
+            "public_endpoint_url": _STORE_PUBLIC_ENDPOINT_URL,
+            "region_name": _STORE_REGION,
+            "access_key": access_key,
+            "secret_key": secret_key,
+            # Every call ends within the API's own budget ("Locks and timeouts" below):
+            # botocore's defaults (3 attempts of up to 60 s reads) outlast gunicorn's worker
+            # timeout, so a hung store would kill the worker instead of answering 503.
+            "client_config": Config(
+                signature_version="s3v4",
+                s3={"addressing_style": _STORE_ADDRESSING_STYLE},
+                # total_max_attempts counts the first attempt; botocore's max_attempts does not.
+                retries={"total_max_attempts": SERVICE_STORE_MAX_ATTEMPTS, "mode": "standard"},
+                connect_timeout=SERVICE_STORE_CONNECT_TIMEOUT_SECONDS,
+                read_timeout=SERVICE_STORE_READ_TIMEOUT_SECONDS,
+                max_pool_connections=32,
+            ),
+            # The workers' writes run on their own thread, where a soft time limit reaches them.
+            "transfer_config": TransferConfig(use_threads=False),
+            # Keys are chosen by the service and never reused: a write never renames.
+            "file_overwrite": True,
+            "querystring_expire": 3600,
+        },
+    }
+
 
 # --- Product limits (each documented in the README) ----------------------------------------
 SERVICE_DELETE_GRACE_DAYS = env_int("SERVICE_DELETE_GRACE_DAYS", 7, minimum=0)

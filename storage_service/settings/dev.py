@@ -12,12 +12,18 @@ from storage_service.settings.paths import SERVICES_ENV_FILE
 load_env_file(SERVICES_ENV_FILE)
 
 from storage_service.settings.base import *
+from storage_service.settings.base import object_store
 
 DEBUG = env_bool("SERVICE_DEBUG", True)
 SECRET_KEY = env_secret("SERVICE_SECRET_KEY", "dev-only-secret-key-not-for-production")
 SERVICE_API_KEY_HASH_SECRET = env_secret(
     "SERVICE_API_KEY_HASH_SECRET", "dev-only-api-key-hash-secret"
 )
-AWS_ACCESS_KEY_ID = env_secret("AWS_ACCESS_KEY_ID", "storage-dev")
-AWS_SECRET_ACCESS_KEY = env_secret("AWS_SECRET_ACCESS_KEY", "storage-dev-secret-0123456789")
+STORAGES = {
+    **STORAGES,
+    "files": object_store(
+        access_key=env_secret("AWS_ACCESS_KEY_ID", "storage-dev"),
+        secret_key=env_secret("AWS_SECRET_ACCESS_KEY", "storage-dev-secret-0123456789"),
+    ),
+}
 SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS = env_bool("SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS", True)

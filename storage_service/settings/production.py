@@ -12,12 +12,18 @@ from django.core.exceptions import ImproperlyConfigured
 
 from storage_service.env import env_bool, env_int, env_list, env_secret
 from storage_service.settings.base import *
+from storage_service.settings.base import object_store
 
 DEBUG = False
 SECRET_KEY = env_secret("SERVICE_SECRET_KEY")
 SERVICE_API_KEY_HASH_SECRET = env_secret("SERVICE_API_KEY_HASH_SECRET")
-AWS_ACCESS_KEY_ID = env_secret("AWS_ACCESS_KEY_ID")
-AWS_SECRET_ACCESS_KEY = env_secret("AWS_SECRET_ACCESS_KEY")
+STORAGES = {
+    **STORAGES,
+    "files": object_store(
+        access_key=env_secret("AWS_ACCESS_KEY_ID"),
+        secret_key=env_secret("AWS_SECRET_ACCESS_KEY"),
+    ),
+}
 # Webhooks may not reach the service's own network (SSRF) unless an operator opts in.
 SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS = env_bool("SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS", False)
 

@@ -14,13 +14,19 @@ os.environ["AWS_STORAGE_BUCKET_NAME"] = os.environ.get(
 )
 
 from storage_service.settings.base import *
+from storage_service.settings.base import object_store
 from storage_service.env import env_bool, env_int_list, env_secret, env_str
 
 DEBUG = False
 SECRET_KEY = "test-secret-key"
 SERVICE_API_KEY_HASH_SECRET = "test-api-key-hash-secret"
-AWS_ACCESS_KEY_ID = env_secret("AWS_ACCESS_KEY_ID", "storage-dev")
-AWS_SECRET_ACCESS_KEY = env_secret("AWS_SECRET_ACCESS_KEY", "storage-dev-secret-0123456789")
+STORAGES = {
+    **STORAGES,
+    "files": object_store(
+        access_key=env_secret("AWS_ACCESS_KEY_ID", "storage-dev"),
+        secret_key=env_secret("AWS_SECRET_ACCESS_KEY", "storage-dev-secret-0123456789"),
+    ),
+}
 # Off, as in production: the webhook tests that use a local receiver turn it on themselves.
 SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS = env_bool("SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS", False)
 ALLOWED_HOSTS = ["*"]

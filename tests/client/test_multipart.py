@@ -12,9 +12,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from django.conf import settings
 from storage_client import Client, StorageError, TransferError, _transfer
 
+from storage_service import objectstore
 from tests.client.conftest import MIB, write_random
 from tests.factories import Actor
 from tests.proxy import TcpProxy
@@ -239,7 +239,7 @@ def test_parts_survive_the_store_going_away_for_a_moment(
 ) -> None:
     # Presigned URLs point at a proxy in front of SeaweedFS (the service itself talks to the
     # store directly); the proxy is cut during part 2 and restored a second later.
-    store = urlsplit(str(settings.AWS_S3_ENDPOINT_URL))
+    store = urlsplit(str(objectstore.storage().endpoint_url))
     source_path = tmp_path / "big.bin"
     data = write_random(source_path, SIZE)
     with TcpProxy((store.hostname or "127.0.0.1", store.port or 80)) as proxy:

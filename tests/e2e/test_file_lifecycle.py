@@ -9,7 +9,7 @@ from files.services import files_purge_expired
 from storage_service import objectstore
 from tests.factories import Actor, jpeg_bytes, pdf_bytes, png_bytes
 from tests.helpers import download, start_upload, uploaded_file
-from tests.storage import put_to
+from tests.storage import put_to, storages_with
 
 pytestmark = pytest.mark.e2e
 
@@ -211,10 +211,6 @@ def test_purge_removes_every_version(owner: Actor) -> None:
 
 
 def test_public_endpoint_setting_signs_urls_for_the_public_host(owner: Actor, settings) -> None:
-    settings.AWS_S3_PUBLIC_ENDPOINT_URL = "https://files.example.test"
-    objectstore.reset_clients()
-    try:
-        started = start_upload(owner, png_bytes())
-    finally:
-        objectstore.reset_clients()
+    settings.STORAGES = storages_with(public_endpoint_url="https://files.example.test")
+    started = start_upload(owner, png_bytes())
     assert started["upload"]["url"].startswith("https://files.example.test/")

@@ -14,22 +14,21 @@ from storage_service import objectstore
 from tests.factories import Actor
 from tests.helpers import download, error_code, start_upload
 from tests.proxy import TcpProxy
+from tests.storage import storages_with
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture
 def store_behind_a_proxy(settings: Any) -> Iterator[TcpProxy]:
-    real = urlparse(settings.AWS_S3_ENDPOINT_URL)
+    endpoint = objectstore.storage().endpoint_url
+    real = urlparse(endpoint)
     with TcpProxy((real.hostname or "127.0.0.1", real.port or 80)) as proxy:
         # Clients still PUT to the real store; only the service's own calls go through the proxy.
-        settings.AWS_S3_PUBLIC_ENDPOINT_URL = settings.AWS_S3_ENDPOINT_URL
-        settings.AWS_S3_ENDPOINT_URL = f"http://127.0.0.1:{proxy.port}"
-        objectstore.reset_clients()
-        try:
-            yield proxy
-        finally:
-            objectstore.reset_clients()
+        settings.STORAGES = storages_with(
+            endpoint_url=f"http://127.0.0.1:{proxy.port}", public_endpoint_url=endpoint
+        )
+        yield proxy
 
 
 def test_complete_while_the_store_is_away_is_503_and_succeeds_later(

@@ -40,6 +40,7 @@ from tests.factories import Actor, make_actor
 from tests.helpers import uploaded_file, wait_for
 from tests.proxy import TcpProxy
 from tests.servers import ROOT, serve_api
+from tests.storage import storages_with
 from tests.subprocesses import database_url
 from tests.variants.images import decoded, encode, png_bomb, stripes
 from variants import services as variant_services
@@ -222,7 +223,7 @@ def client_for(base: str, name: str) -> Client:
 
 
 def store_address() -> tuple[str, int]:
-    url = urlsplit(str(settings.AWS_S3_ENDPOINT_URL))
+    url = urlsplit(str(objectstore.storage().endpoint_url))
     return str(url.hostname), int(url.port or 80)
 
 
@@ -347,14 +348,12 @@ def override_objectstore() -> Iterator[Callable[[str], None]]:
     stack: contextlib.ExitStack = contextlib.ExitStack()
 
     def point(url: str) -> None:
-        stack.enter_context(override_settings(AWS_S3_ENDPOINT_URL=url))
-        objectstore.client.cache_clear()
+        stack.enter_context(override_settings(STORAGES=storages_with(endpoint_url=url)))
 
     try:
         yield point
     finally:
         stack.close()
-        objectstore.client.cache_clear()
 
 
 # --- Pixels -----------------------------------------------------------------------------------

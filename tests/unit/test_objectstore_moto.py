@@ -5,23 +5,22 @@ from __future__ import annotations
 from collections.abc import Iterator
 from urllib.parse import parse_qs, urlparse
 
-import boto3
 import pytest
 from moto import mock_aws
 
 from storage_service import objectstore
+from tests.storage import storages_with
+from variants import store
 
 
 @pytest.fixture
 def moto_store(settings) -> Iterator[None]:
-    settings.AWS_S3_ENDPOINT_URL = None
-    settings.AWS_S3_PUBLIC_ENDPOINT_URL = None
-    settings.AWS_STORAGE_BUCKET_NAME = "unit-bucket"
+    settings.STORAGES = storages_with(
+        endpoint_url=None, public_endpoint_url=None, bucket_name="unit-bucket"
+    )
     with mock_aws():
-        objectstore.reset_clients()
-        boto3.client("s3", region_name="us-east-1").create_bucket(Bucket="unit-bucket")
+        objectstore.client().create_bucket(Bucket="unit-bucket")
         yield
-    objectstore.reset_clients()
 
 
 def test_presigned_put_signs_type_length_and_if_none_match(moto_store: None) -> None:
@@ -63,3 +62,29 @@ def test_head_read_prefix_and_delete(moto_store: None) -> None:
 def test_empty_object_has_no_prefix(moto_store: None) -> None:
     objectstore.client().put_object(Bucket="unit-bucket", Key="empty", Body=b"")
     assert objectstore.read_prefix("empty", 8192) == b""
+
+
+def test_presigned_get_overrides_what_the_uploader_stored(moto_store: None) -> None:
+    download = objectstore.presign_get(key="p/k", expires_in=300)
+    query = parse_qs(urlparse(download.url).query)
+    assert query["response-content-disposition"] == ["attachment"]
+    assert query["response-cache-control"] == ["private"]
+    assert query["response-content-encoding"] == ["identity"]
+    assert query["response-content-language"] == ["und"]
+    assert query["X-Amz-Expires"] == ["300"]
+    assert "response-content-type" not in query
+
+
+def test_a_variant_is_written_and_read_back_through_the_storage(moto_store: None) -> None:
+    data = b"\x89PNG and more bytes"
+    etag = store.write("p/variant", data, content_type="image/png")
+
+    info = objectstore.head("p/variant")
+    assert info is not None
+    assert (info.size, info.content_type, info.etag) == (len(data), "image/png", etag)
+    with store.read("p/variant", max_bytes=len(data)) as source:
+        assert source.read() == data
+    with pytest.raises(store.SourceTooLarge, match=f"The original is {len(data)} bytes"):
+        store.read("p/variant", max_bytes=len(data) - 1)
+    with pytest.raises(store.ObjectMissing):
+        store.read("p/gone", max_bytes=len(data))

@@ -4,23 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import boto3
 import pytest
 from moto import mock_aws
 
 from storage_service import objectstore
+from tests.storage import storages_with
 
 
 @pytest.fixture
 def moto_store(settings) -> Iterator[None]:
-    settings.AWS_S3_ENDPOINT_URL = None
-    settings.AWS_S3_PUBLIC_ENDPOINT_URL = None
-    settings.AWS_STORAGE_BUCKET_NAME = "unit-bucket"
+    settings.STORAGES = storages_with(
+        endpoint_url=None, public_endpoint_url=None, bucket_name="unit-bucket"
+    )
     with mock_aws():
-        objectstore.reset_clients()
-        boto3.client("s3", region_name="us-east-1").create_bucket(Bucket="unit-bucket")
+        objectstore.client().create_bucket(Bucket="unit-bucket")
         yield
-    objectstore.reset_clients()
 
 
 def test_parts_are_listed_across_pages(moto_store: None) -> None:

@@ -1,17 +1,21 @@
-"""The in-process single-PUT presigner (objectstore.put_url) against botocore's: the same URL,
-byte for byte, for every endpoint shape.
+"""The in-process single-PUT presigner (sigv4.put_url) and the storage's download URLs against
+botocore addressed at the public endpoint: the same URLs, byte for byte, for every endpoint
+shape, though the service itself reaches the store at another address.
 
-(That the store accepts these URLs is shown by every upload test, which PUTs real bytes
-through them.)
+(That the store accepts these URLs is shown by every upload and download test, which PUT and
+GET real bytes through them.)
 """
 
 from __future__ import annotations
 
-from storage_service import objectstore
+from datetime import UTC, datetime
+
+from storage_service import objectstore, sigv4
 from tests.unit.test_part_presigner import (
     SIGNED_AT,
     STORE_SHAPES,
     frozen_botocore,
+    reference_client,
     store_settings,
     use_store_shape,
 )
@@ -26,7 +30,7 @@ CASES = [
 
 
 def botocore_url(key: str, content_type: str, size: int, expires_in: int) -> str:
-    return objectstore.presign_client().generate_presigned_url(
+    return reference_client().generate_presigned_url(
         "put_object",
         Params={
             "Bucket": objectstore.bucket(),
@@ -44,8 +48,41 @@ def test_put_urls_are_byte_identical_to_botocore(
     frozen_botocore: None, store_settings, endpoint: str | None, style: str, region: str
 ) -> None:
     use_store_shape(store_settings, endpoint, style, region)
+    scope = objectstore.storage().signing_scope
     for key, content_type, size, expires_in in CASES:
-        ours = objectstore.put_url(
-            key=key, content_type=content_type, size=size, expires_in=expires_in, now=SIGNED_AT
+        ours = sigv4.put_url(
+            scope,
+            key=key,
+            content_type=content_type,
+            size=size,
+            expires_in=expires_in,
+            now=SIGNED_AT,
         )
         assert ours == botocore_url(key, content_type, size, expires_in)
+
+
+@STORE_SHAPES
+def test_download_urls_are_signed_for_the_public_endpoint(
+    frozen_botocore: None, store_settings, endpoint: str | None, style: str, region: str
+) -> None:
+    use_store_shape(store_settings, endpoint, style, region)
+    expires = datetime(2026, 11, 22, 5, 5, 6, tzinfo=UTC)
+    parameters = {
+        "ResponseContentDisposition": objectstore.content_disposition("résumé 1.pdf"),
+        "ResponseContentType": "application/pdf",
+        "ResponseExpires": expires,
+    }
+    for key, _, _, expires_in in CASES:
+        ours = objectstore.storage().url(key, parameters=parameters, expire=expires_in)
+        assert ours == reference_client().generate_presigned_url(
+            "get_object",
+            Params={"Bucket": objectstore.bucket(), "Key": key, **parameters},
+            ExpiresIn=expires_in,
+        )
+        if endpoint:
+            assert "store.private" not in ours
+
+
+def test_the_service_itself_calls_the_private_endpoint(store_settings) -> None:
+    use_store_shape(store_settings, "https://s3.example.com", "path", "eu-west-3")
+    assert objectstore.client().meta.endpoint_url == "http://store.private:8333"

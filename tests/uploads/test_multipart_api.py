@@ -17,6 +17,7 @@ from storage_service import objectstore
 from tests.factories import Actor, pdf_bytes
 from tests.helpers import download, error_code
 from tests.multipart import PART, complete, provider_id, put_all, put_part, start_multipart
+from tests.storage import storages_with
 from uploads.models import UploadSession
 from uploads.services import uploads_expire
 from webhooks.models import Event
@@ -463,17 +464,14 @@ def test_the_expiry_sweep_aborts_sessions_past_their_expiry(owner: Actor) -> Non
 def test_the_store_being_down_is_a_503_and_changes_nothing(owner: Actor, settings) -> None:
     data = start_multipart(owner, 3)
     upload_id = data["upload"]["id"]
-    settings.AWS_S3_ENDPOINT_URL = "http://127.0.0.1:9"  # nothing listens on the discard port
-    objectstore.reset_clients()
-    try:
-        responses = [
-            owner.post(BASE, {"filename": "a", "contentType": "a/b", "size": 3}),
-            owner.get(f"{BASE}/{upload_id}/parts"),
-            complete(owner, upload_id, [{"partNumber": 1, "etag": "x"}]),
-            owner.delete(f"{BASE}/{upload_id}"),
-        ]
-    finally:
-        objectstore.reset_clients()
+    # Nothing listens on the discard port.
+    settings.STORAGES = storages_with(endpoint_url="http://127.0.0.1:9")
+    responses = [
+        owner.post(BASE, {"filename": "a", "contentType": "a/b", "size": 3}),
+        owner.get(f"{BASE}/{upload_id}/parts"),
+        complete(owner, upload_id, [{"partNumber": 1, "etag": "x"}]),
+        owner.delete(f"{BASE}/{upload_id}"),
+    ]
 
     for response in responses:
         assert response.status_code == 503
