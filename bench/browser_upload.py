@@ -179,7 +179,7 @@ def main() -> int:
     print()
     print(f"Browser upload against the Python client ({datetime.now(UTC):%Y-%m-%d %H:%M} UTC)")
     print(f"server: {server_line}, DEBUG={settings.DEBUG}")
-    print(f"store: {settings.AWS_S3_ENDPOINT_URL or 'AWS S3'}, bucket {bucket}")
+    print(f"store: {objectstore.storage().endpoint_url or 'AWS S3'}, bucket {bucket}")
     chromium_version = subprocess.run(
         ["chromium", "--version"], capture_output=True, text=True, check=False
     ).stdout.strip()

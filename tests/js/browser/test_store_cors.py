@@ -5,7 +5,6 @@ URLs with the signed headers, and refuses other origins."""
 from __future__ import annotations
 
 import requests
-from django.conf import settings
 
 from storage_service import objectstore
 
@@ -13,9 +12,12 @@ ALLOWED = "http://localhost:3000"
 
 
 def preflight(origin: str) -> requests.Response:
-    url = f"{settings.AWS_S3_PUBLIC_ENDPOINT_URL}/{objectstore.bucket()}/any/key"
+    """What a browser asks before PUTting to a presigned URL the service hands out."""
+    upload = objectstore.presign_put(
+        key="cors/any", content_type="text/plain", size=1, expires_in=60
+    )
     return requests.options(
-        url,
+        upload.url,
         headers={
             "Origin": origin,
             "Access-Control-Request-Method": "PUT",
