@@ -55,6 +55,8 @@ _SEGMENT = (
 )
 # Segments joined by '/', or the root ("" or "/").
 PATH_PATTERN = rf"^(?:/?|{_SEGMENT}(?:/{_SEGMENT})*)$"
+# A folder that is not the root (a folder operation's path).
+FOLDER_PATTERN = rf"^{_SEGMENT}(?:/{_SEGMENT})*$"
 
 # RFC 6838 type/subtype tokens, optionally with parameters (";charset=utf-8"), as an HTTP
 # header value (RFC 9110: spaces or tabs around ';', a quoted value of printable ASCII): the

@@ -107,6 +107,16 @@ class VariantNotFound(ApiError):
     status, code = 404, "VARIANT_NOT_FOUND"
 
 
+class FolderNotFound(ApiError):
+    """No file (for a restore: no restorable deleted file) at or below the folder's path."""
+
+    status, code = 404, "FOLDER_NOT_FOUND"
+
+
+class JobNotFound(ApiError):
+    status, code = 404, "JOB_NOT_FOUND"
+
+
 class DeliveryAlreadyDelivered(ApiError):
     status, code = 409, "DELIVERY_ALREADY_DELIVERED"
 
@@ -187,6 +197,17 @@ class UploadIsMultipart(ApiError):
     status, code = 409, "UPLOAD_IS_MULTIPART"
 
 
+class RateLimited(ApiError):
+    """A budget of the tenant is spent (requests per minute, running jobs): retry after
+    ``retry_after`` seconds, sent as ``Retry-After``."""
+
+    status, code = 429, "RATE_LIMITED"
+
+    def __init__(self, message: str, *, retry_after: int, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.retry_after = retry_after
+
+
 class StorageUnavailable(ApiError):
     status, code = 503, "STORAGE_UNAVAILABLE"
 
@@ -236,6 +257,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         response = Response(exc.body(), status=exc.status)
         if isinstance(exc, Unauthenticated):
             response["WWW-Authenticate"] = "Bearer"
+        if isinstance(exc, RateLimited):
+            response["Retry-After"] = str(exc.retry_after)
         return response
     if isinstance(exc, Http404):
         return Response(error_body("NOT_FOUND", "Not found."), status=404)

@@ -10,6 +10,7 @@ from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
 
 from accounts.views import MeView
 from files import fastviews
+from files.jobviews import FileBatchViewSet, FolderOperationViewSet, JobViewSet
 from files.views import FileViewSet, FolderViewSet
 from storage_service.errors import handler404 as handler404_view
 from storage_service.fastlane import fast_lane
@@ -31,6 +32,7 @@ urlpatterns = [
     # The three hottest requests have fast lanes in front of their views (issue 14).
     path("v1/files/upload", fast_lane(files({"post": "upload"}), "POST", fastviews.upload)),
     path("v1/files", files({"get": "list"})),
+    path("v1/files/batch", FileBatchViewSet.as_view({"post": "batch"})),
     path(
         F,
         fast_lane(
@@ -46,6 +48,11 @@ urlpatterns = [
     path(f"{F}/replace/complete", files({"post": "replace_complete"})),
     path(f"{F}/restore", files({"post": "restore"})),
     path("v1/folders", FolderViewSet.as_view({"get": "list"})),
+    path("v1/folders/move", FolderOperationViewSet.as_view({"post": "move"})),
+    path("v1/folders/delete", FolderOperationViewSet.as_view({"post": "delete"})),
+    path("v1/folders/restore", FolderOperationViewSet.as_view({"post": "restore"})),
+    path("v1/jobs", JobViewSet.as_view({"get": "list"})),
+    path("v1/jobs/<str:job_id>", JobViewSet.as_view({"get": "retrieve"})),
     path("v1/uploads/multipart", uploads({"post": "create"})),
     path(U, uploads({"delete": "destroy"})),
     path(f"{U}/parts", uploads({"get": "list_parts", "post": "sign_parts"})),

@@ -35,6 +35,9 @@ class Event(models.Model):
         UPLOAD_COMPLETED = "upload.completed"
         UPLOAD_ABORTED = "upload.aborted"
         WEBHOOK_ENDPOINT_DISABLED = "webhook_endpoint.disabled"
+        FOLDER_MOVED = "folder.moved"
+        FOLDER_DELETED = "folder.deleted"
+        FOLDER_RESTORED = "folder.restored"
 
     id = public_id_field("evt")
     # Indexed by event_project_created (project, mode, -created_at).

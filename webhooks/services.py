@@ -371,3 +371,89 @@ def events_delete_expired(
         after = ids[-1]
         if len(ids) < size:
             return report
+
+
+# --- Many events in one statement (a job's batch) ----------------------------------------
+
+# event_record's statement for one event per row of the caller's CTE ``{rows}``: each
+# event's id made by the database as new_id makes them, its data the caller's jsonb
+# expression over the row ``r`` after projectId and organizationId, and a delivery per
+# subscribed endpoint of the tenant, all with the change (``{change}``) in one statement.
+_RECORD_ROWS_SQL = """
+WITH {change}event_rows AS (
+    SELECT r.*, replace(gen_random_uuid()::text, '-', '') AS event_random FROM {rows} AS r
+), event AS (
+    INSERT INTO webhooks_event (id, project_id, mode, type, data, created_at)
+    SELECT {event_id}, %s, %s, %s, %s::jsonb || ({data}), %s
+    FROM event_rows AS r
+    RETURNING id
+), deliveries AS (
+    INSERT INTO webhooks_delivery
+        (id, endpoint_id, event_id, status, attempts, created_at, next_attempt_at)
+    SELECT {delivery_id}, e.id, e.event_id, 'PENDING', 0, %s, now()
+    FROM (
+        SELECT e.id, event.id AS event_id, replace(gen_random_uuid()::text, '-', '') AS random_hex
+        FROM event CROSS JOIN webhooks_endpoint AS e
+        WHERE e.project_id = %s AND e.mode = %s AND e.status = 'ACTIVE'
+          AND (e.events IS NULL OR %s = ANY(e.events))
+    ) AS e
+    RETURNING id
+)
+SELECT (SELECT count(*) FROM event), ARRAY(SELECT id FROM deliveries){returning}
+"""
+_EVENT_ID_SQL = new_id_sql("evt", "r.event_random")
+# One delivery message names at most this many deliveries (a batch of a job's events may
+# make thousands); each message's worker claims and admits them under the per-project caps.
+_ENQUEUE_CHUNK = 500
+
+
+def events_record_rows(
+    *,
+    tenant: Tenant,
+    type: str,
+    change: ChangeSql,
+    rows: str,
+    data: str,
+    data_params: list[Any],
+) -> tuple[int, tuple[Any, ...]]:
+    """One event (and its deliveries) per row of the CTE ``rows`` that ``change`` defines, in
+    one statement with the change: what event_record does for one change, for a batch of
+    changes (a job's). ``data``: a jsonb expression over the row ``r`` (positional
+    parameters ``data_params``), the fields each event is about. Returns the number of events
+    and the values of ``change.returning``."""
+    project = tenant.project
+    base = {"projectId": project.id, "organizationId": project.organization_id}
+    now = timezone.now()
+    sql = _RECORD_ROWS_SQL.format(
+        change=change.ctes,
+        rows=rows,
+        event_id=_EVENT_ID_SQL,
+        data=data,
+        delivery_id=_DELIVERY_ID_SQL,
+        returning="".join(f", {expression}" for expression in change.returning),
+    )
+    params = [
+        *change.params,
+        project.id,
+        tenant.mode,
+        type,
+        json.dumps(base),
+        *data_params,
+        now,
+        now,
+        project.id,
+        tenant.mode,
+        type,
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        count, ids, *returned = cursor.fetchone()
+    chunks = [ids[start : start + _ENQUEUE_CHUNK] for start in range(0, len(ids), _ENQUEUE_CHUNK)]
+    if chunks:
+        transaction.on_commit(lambda: _enqueue_all(chunks))
+    return int(count), tuple(returned)
+
+
+def _enqueue_all(chunks: list[list[str]]) -> None:
+    for chunk in chunks:
+        enqueue(chunk)

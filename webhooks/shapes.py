@@ -30,6 +30,9 @@ EventType = Literal[
     "upload.completed",
     "upload.aborted",
     "webhook_endpoint.disabled",
+    "folder.moved",
+    "folder.deleted",
+    "folder.restored",
 ]
 DeliveryStatus = Literal["PENDING", "DELIVERED", "FAILED"]
 EndpointStatus = Literal["ACTIVE", "DISABLED"]

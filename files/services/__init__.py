@@ -1,7 +1,10 @@
 """Every state change of a file: one function per transition, each in one transaction."""
 
+from files.services.batch import BatchAnswer, Operation, Outcome, files_batch
 from files.services.changes import file_copy, file_download_url, file_update
 from files.services.common import StartedUpload
+from files.services.folders import folder_delete, folder_move, folder_restore, job_enqueue
+from files.services.jobs import job_run, jobs_lost
 from files.services.lifecycle import file_delete, file_restore
 from files.services.replace import file_replace_complete, file_replace_start
 from files.services.sweeps import (
@@ -13,7 +16,10 @@ from files.services.sweeps import (
 from files.services.upload import KeyNotActive, file_complete, file_upload_start
 
 __all__ = [
+    "BatchAnswer",
     "KeyNotActive",
+    "Operation",
+    "Outcome",
     "PurgeReport",
     "StartedUpload",
     "file_complete",
@@ -25,7 +31,14 @@ __all__ = [
     "file_restore",
     "file_update",
     "file_upload_start",
+    "files_batch",
     "files_expire_pending",
     "files_purge_expired",
+    "folder_delete",
+    "folder_move",
+    "folder_restore",
+    "job_enqueue",
+    "job_run",
+    "jobs_lost",
     "objects_remove_discarded",
 ]

@@ -1,6 +1,7 @@
 """Idempotency-Key records: the first answer to an upload creation, replayed on retry.
 
-Used by single uploads (files/services/upload.py) and multipart sessions (uploads/services.py).
+Used by single uploads (files/services/upload.py), multipart sessions (uploads/services.py)
+and batches (files/services/batch.py).
 A record remembers which kind of creation made it, so a key reused on the other route is
 refused like a key reused with another body.
 """
@@ -20,6 +21,7 @@ from storage_service.errors import IdempotencyKeyReused
 
 SINGLE = "single"
 MULTIPART = "multipart"
+BATCH = "batch"
 
 
 def idempotency_claim(
@@ -60,7 +62,7 @@ def idempotency_remember(
     key: str,
     request_hash: str,
     kind: str,
-    file: File,
+    file: File | None,
     response: dict[str, Any],
 ) -> None:
     """Record the answer to replay (in the creating transaction, under the claim's lock)."""

@@ -522,3 +522,20 @@ CELERY_BEAT_SCHEDULE["clear-expired-sessions"] = {
     "task": "storage_service.tasks.clear_expired_sessions",
     "schedule": env_int("SERVICE_CLEAR_SESSIONS_INTERVAL_SECONDS", 86400, minimum=60),
 }
+
+# Jobs (folder move, delete, restore): files changed per batch (one transaction each, with
+# their events), how long a run holds a job before another may take it over (renewed with
+# every batch; a killed worker's job is taken over once it runs out), how long one task
+# runs before it hands the job back to the queue (so long jobs take turns with other work),
+# and how many jobs a tenant (project and mode) may have pending or running at once (more:
+# 429 RATE_LIMITED with Retry-After).
+SERVICE_JOB_BATCH_SIZE = env_int("SERVICE_JOB_BATCH_SIZE", 1000, minimum=1, maximum=10_000)
+SERVICE_JOB_LEASE_SECONDS = env_int("SERVICE_JOB_LEASE_SECONDS", 60, minimum=5)
+SERVICE_JOB_SLICE_SECONDS = env_int("SERVICE_JOB_SLICE_SECONDS", 10, minimum=1)
+SERVICE_JOB_MAX_ACTIVE_PER_PROJECT = env_int("SERVICE_JOB_MAX_ACTIVE_PER_PROJECT", 3, minimum=1)
+if SERVICE_JOB_SLICE_SECONDS >= SERVICE_JOB_LEASE_SECONDS:
+    raise ImproperlyConfigured("SERVICE_JOB_SLICE_SECONDS must be below SERVICE_JOB_LEASE_SECONDS")
+CELERY_BEAT_SCHEDULE["sweep-jobs"] = {
+    "task": "files.tasks.sweep_jobs",
+    "schedule": env_int("SERVICE_JOB_SWEEP_INTERVAL_SECONDS", 30, minimum=1),
+}

@@ -6,6 +6,8 @@ each is tested directly elsewhere.
   to that listing's sort): any other value is a 400, by design (tests/files/test_listing.py).
 - A part number given twice in a multipart complete is the contract's 400; JSON Schema can
   say "unique items" but not "unique partNumber among items".
+- A folder move's ``to`` must not be ``from`` or below it, and a batch names each file id
+  once (tests/jobs/).
 - ``metadata`` is at most SERVICE_MAX_METADATA_BYTES as compact UTF-8 JSON (the document's
   ``x-maxSerializedBytes``); JSON Schema cannot measure a serialization.
 
@@ -51,13 +53,34 @@ def _repeats_a_part(body: Any) -> bool:
     return len(numbers) != len(set(numbers))
 
 
+def _moves_into_itself(body: Any) -> bool:
+    if not isinstance(body, dict) or not isinstance(body.get("from"), str):
+        return False
+    source, target = body["from"], body.get("to")
+    return isinstance(target, str) and (target == source or target.startswith(source + "/"))
+
+
+def _batch_breaks_a_rule(body: Any) -> bool:
+    operations = body.get("operations") if isinstance(body, dict) else None
+    if not isinstance(operations, list):
+        return False
+    items = [item for item in operations if isinstance(item, dict)]
+    ids = [str(item.get("id")) for item in items]
+    return len(ids) != len(set(ids)) or any(_metadata_too_big(item) for item in items)
+
+
 @schemathesis.hook
 def filter_case(context: Any, case: Any) -> bool:
     if not _positive(case):
         return True
     if case.query and "cursor" in case.query:
         return False
-    return not (_metadata_too_big(case.body) or _repeats_a_part(case.body))
+    return not (
+        _metadata_too_big(case.body)
+        or _repeats_a_part(case.body)
+        or _moves_into_itself(case.body)
+        or _batch_breaks_a_rule(case.body)
+    )
 
 
 _order = itertools.count()

@@ -66,6 +66,9 @@ def test_schemathesis_every_phase_and_check_finds_nothing(tmp_path: Path) -> Non
         # only slow the run down.
         "SERVICE_RATE_LIMIT_READS_PER_MINUTE": "0",
         "SERVICE_RATE_LIMIT_WRITES_PER_MINUTE": "0",
+        # No worker runs the fuzzer's jobs: without a high cap, its folder operations would
+        # soon all be the cap's 429 and test nothing else.
+        "SERVICE_JOB_MAX_ACTIVE_PER_PROJECT": "100000",
         # Registration then checks a URL's shape only (no DNS lookup of made-up hosts); the
         # document's URL pattern is then the whole rule.
         "SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true",

@@ -11,6 +11,7 @@ from storage_client.errors import (
     AuthenticationError,
     ConfigurationError,
     ConflictError,
+    JobFailedError,
     NetworkError,
     NotFoundError,
     PayloadTooLargeError,
@@ -26,10 +27,12 @@ from storage_client.errors import (
     WaitTimeoutError,
 )
 from storage_client.models import (
+    BatchResult,
     Delivery,
     DeliveryEvent,
     File,
     Folder,
+    Job,
     MultipartSession,
     PresignedPart,
     PresignedUpload,
@@ -41,6 +44,7 @@ from storage_client.models import (
 
 __all__ = [
     "AuthenticationError",
+    "BatchResult",
     "Client",
     "ConfigurationError",
     "ConflictError",
@@ -48,6 +52,8 @@ __all__ = [
     "DeliveryEvent",
     "File",
     "Folder",
+    "Job",
+    "JobFailedError",
     "MultipartSession",
     "NetworkError",
     "NotFoundError",

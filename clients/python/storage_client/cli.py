@@ -12,6 +12,7 @@ import json
 import os
 import sys
 from collections.abc import Iterable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, NoReturn
 
@@ -20,7 +21,7 @@ from tqdm import tqdm
 from storage_client._version import __version__
 from storage_client.client import Client
 from storage_client.errors import StorageError
-from storage_client.models import File, Folder, Variant, Webhook
+from storage_client.models import File, Folder, Job, Variant, Webhook
 
 PROG = "storage"
 
@@ -115,6 +116,30 @@ class Bar:
     def __call__(self, done: int, total: int) -> None:
         if total and self._bar.total != total:
             self._bar.total = total
+        self._bar.update(done - self._bar.n)
+
+    def close(self) -> None:
+        self._bar.close()
+
+
+class JobBar:
+    """A progress bar on stderr for a job, in files (silent when stderr is not a terminal)."""
+
+    def __init__(self, label: str) -> None:
+        self._bar = tqdm(
+            total=None,
+            desc=label,
+            unit="files",
+            disable=None,
+            leave=True,
+            dynamic_ncols=True,
+            file=sys.stderr,
+        )
+
+    def __call__(self, done: int, total: int) -> None:
+        if total and self._bar.total != total:
+            self._bar.total = total
+            self._bar.refresh()
         self._bar.update(done - self._bar.n)
 
     def close(self) -> None:
@@ -291,6 +316,53 @@ def cmd_restore(client: Client, args: argparse.Namespace) -> int:
     return show_file(client.files.restore(args.id), args)
 
 
+def run_folder_job(args: argparse.Namespace, label: str, start: Callable[..., Job]) -> int:
+    """Start a folder job and, unless --no-wait, follow it with a progress bar until it
+    ends."""
+    if args.no_wait:
+        job = start(wait=False)
+    else:
+        bar = JobBar(label)
+        try:
+            job = start(wait=True, timeout=args.timeout, progress=bar)
+        finally:
+            bar.close()
+    if args.json:
+        emit_json(job.raw)
+    elif job.done:
+        print(f"{job.status}: {job.files_done} file(s) ({job.id})")
+    else:
+        print(f"started {job.id} (follow it with: {PROG} job {job.id})")
+    return 0
+
+
+def cmd_mv_folder(client: Client, args: argparse.Namespace) -> int:
+    target = args.to.strip("/") or None
+    label = f"{args.source} -> {target or '/'}"
+    return run_folder_job(args, label, partial(client.folders.move, args.source, target))
+
+
+def cmd_rm_folder(client: Client, args: argparse.Namespace) -> int:
+    return run_folder_job(args, f"delete {args.path}", partial(client.folders.delete, args.path))
+
+
+def cmd_restore_folder(client: Client, args: argparse.Namespace) -> int:
+    start = partial(client.folders.restore, args.path)
+    return run_folder_job(args, f"restore {args.path}", start)
+
+
+def cmd_job(client: Client, args: argparse.Namespace) -> int:
+    job = client.jobs.get(args.id)
+    if args.json:
+        emit_json(job.raw)
+    else:
+        total = "?" if job.files_total is None else str(job.files_total)
+        print(f"{job.id}  {job.type}  {job.status}  {job.files_done}/{total} files")
+        if job.error:
+            print(f"error: {job.error.get('code')}: {job.error.get('message')}")
+    return 0
+
+
 def show_file(file: File, args: argparse.Namespace) -> int:
     if args.json:
         emit_json(file.raw)
@@ -443,6 +515,24 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--quality", type=int, metavar="Q", help="1-100 (80)")
     sub.add_argument("--timeout", type=float, default=60, metavar="S", help="wait (60 s)")
     sub.add_argument("--output", "-o", metavar="DEST", help="also download it here")
+
+    folder_commands = (
+        ("mv-folder", cmd_mv_folder, "move or rename a folder: every file under FROM to TO"),
+        ("rm-folder", cmd_rm_folder, "delete every file of a folder (restorable)"),
+        ("restore-folder", cmd_restore_folder, "restore every deleted file of a folder"),
+    )
+    for name, handler, text in folder_commands:
+        sub = add(name, handler, text)
+        if name == "mv-folder":
+            sub.add_argument("source", metavar="FROM")
+            sub.add_argument("to", metavar="TO", help="'/' is the root")
+        else:
+            sub.add_argument("path", metavar="PATH")
+        sub.add_argument("--no-wait", action="store_true", help="print the job and return")
+        sub.add_argument("--timeout", type=float, metavar="S", help="wait at most S seconds")
+
+    sub = add("job", cmd_job, "show a job (a folder operation) and its progress")
+    sub.add_argument("id", metavar="JOB_ID")
 
     hooks = add("webhooks", cmd_webhooks_ls, "list, add or remove webhook endpoints")
     actions = hooks.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)

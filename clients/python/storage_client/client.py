@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -18,14 +18,17 @@ from storage_client._transfer import Destination, PartSender, Progress, plan_par
 from storage_client.errors import (
     ConfigurationError,
     ConflictError,
+    JobFailedError,
     StorageError,
     TransferError,
     VariantFailedError,
     WaitTimeoutError,
 )
 from storage_client.models import (
+    BatchResult,
     File,
     Folder,
+    Job,
     MultipartSession,
     PresignedPart,
     PresignedUpload,
@@ -98,6 +101,7 @@ class Client:
         self._store = store_client(timeout, connections=self.max_concurrency + 2)
         self.files = Files(self)
         self.folders = Folders(self)
+        self.jobs = Jobs(self)
         self.uploads = Uploads(self)
         self.variants = Variants(self)
         self.webhooks = Webhooks(self._api)
@@ -335,6 +339,24 @@ class Files(_Resource):
     def restore(self, file_id: str) -> File:
         return File.from_json(self._api.request("POST", f"/files/{file_id}/restore"))
 
+    def batch(
+        self, operations: Sequence[Mapping[str, Any]], *, idempotency_key: str | None = None
+    ) -> Sequence[BatchResult]:
+        """Up to 100 operations in one request, each answered as its single endpoint:
+        ``{"op": "update", "id", "filename"?, "path"?, "metadata"?}``, ``{"op": "delete",
+        "id"}``, ``{"op": "restore", "id"}``, ``{"op": "copy", "id", "path"?,
+        "filename"?}``. One refused operation does not stop the others: check each
+        result's ``ok``. A malformed batch raises ValidationError with nothing done. With
+        ``idempotency_key`` the request is retried safely (the answer is replayed)."""
+        body = self._api.request(
+            "POST",
+            "/files/batch",
+            json={"operations": [dict(operation) for operation in operations]},
+            headers=_key_header(idempotency_key),
+            idempotent=idempotency_key is not None,
+        )
+        return [BatchResult.from_json(item) for item in body["data"]]
+
 
 def _camel(name: str) -> str:
     head, *rest = name.split("_")
@@ -368,6 +390,102 @@ class Folders(_Resource):
         """The direct child folders of ``parent`` (default: the root), by name."""
         for item in self._api.pages("/folders", {"parent": parent}):
             yield Folder.from_json(item)
+
+    def move(
+        self,
+        from_: str,
+        to: str | None,
+        *,
+        wait: bool = False,
+        timeout: float | None = None,
+        progress: Progress | None = None,
+    ) -> Job:
+        """Move (or rename) a folder: every file at or below ``from_`` gets the same place
+        under ``to`` (``None`` or ``""``: the root). A job: with ``wait=True``, returns once
+        it ended (``progress(files_done, files_total)`` as it goes; JobFailedError if it
+        failed), else at once."""
+        body = {"from": from_, "to": to}
+        return self._start("/folders/move", body, wait, timeout, progress)
+
+    def delete(
+        self,
+        path: str,
+        *,
+        wait: bool = False,
+        timeout: float | None = None,
+        progress: Progress | None = None,
+    ) -> Job:
+        """Delete (soft) every file at or below ``path``: a job, as ``move``."""
+        return self._start("/folders/delete", {"path": path}, wait, timeout, progress)
+
+    def restore(
+        self,
+        path: str,
+        *,
+        wait: bool = False,
+        timeout: float | None = None,
+        progress: Progress | None = None,
+    ) -> Job:
+        """Restore every deleted file at or below ``path``: a job, as ``move``."""
+        return self._start("/folders/restore", {"path": path}, wait, timeout, progress)
+
+    def _start(
+        self,
+        route: str,
+        body: dict[str, Any],
+        wait: bool,
+        timeout: float | None,
+        progress: Progress | None,
+    ) -> Job:
+        job = Job.from_json(self._api.request("POST", route, json=body)["data"])
+        if not wait:
+            return job
+        return self._client.jobs.wait(job.id, timeout=timeout, progress=progress)
+
+
+# --- Jobs -------------------------------------------------------------------------------------
+
+
+class Jobs(_Resource):
+    def get(self, job_id: str) -> Job:
+        return Job.from_json(self._api.request("GET", f"/jobs/{job_id}")["data"])
+
+    def list(self, *, page_size: int | None = None) -> Iterator[Job]:
+        """Every job of the project (in this key's mode), newest first."""
+        for item in self._api.pages("/jobs", {"limit": page_size}):
+            yield Job.from_json(item)
+
+    def wait(
+        self,
+        job_id: str,
+        *,
+        timeout: float | None = None,
+        progress: Progress | None = None,
+    ) -> Job:
+        """Poll until the job ends (``timeout`` seconds at most; None: no limit), calling
+        ``progress(files_done, files_total)`` after each poll. Returns the job if it
+        succeeded; raises JobFailedError (with ``job``) if it failed."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        delay = 0.2
+        while True:
+            job = self.get(job_id)
+            if progress is not None:
+                progress(job.files_done, job.files_total or 0)
+            if job.status == "succeeded":
+                return job
+            if job.status == "failed":
+                message = (job.error or {}).get("message", "no reason given")
+                error = JobFailedError(f"job {job.id} failed: {message}", code="JOB_FAILED")
+                error.job = job
+                raise error
+            if deadline is not None and time.monotonic() + delay > deadline:
+                raise WaitTimeoutError(
+                    f"job {job.id} still {job.status} after {timeout:g} s "
+                    f"({job.files_done} files done)",
+                    code="WAIT_TIMEOUT",
+                )
+            time.sleep(delay)
+            delay = min(2.0, delay * 1.5)
 
 
 # --- Multipart sessions -----------------------------------------------------------------------

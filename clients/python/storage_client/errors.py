@@ -108,7 +108,13 @@ class VariantFailedError(StorageError):
 
 
 class WaitTimeoutError(StorageError):
-    """A wait (for a variant to be ready) ran out of time."""
+    """A wait (for a variant to be ready, a job to end) ran out of time."""
+
+
+class JobFailedError(StorageError):
+    """A job waited for ended ``failed``; ``job`` is it, with its ``error``."""
+
+    job: Any = None
 
 
 class ConfigurationError(StorageError):

@@ -338,3 +338,77 @@ class MultipartSession:
             created_at=_optional_time(data, "createdAt"),
             raw=dict(data),
         )
+
+
+@dataclass(frozen=True)
+class Job:
+    """Work on many files (a folder move, delete or restore), done by the service's workers.
+
+    ``status`` is ``pending``, ``running``, ``succeeded`` or ``failed``; ``files_total`` is
+    None until the job starts; ``error`` (the API's error object) is set when it failed."""
+
+    id: str
+    type: str
+    status: str
+    params: dict[str, Any]
+    files_total: int | None
+    files_done: int
+    error: dict[str, Any] | None
+    created_at: datetime
+    updated_at: datetime
+    finished_at: datetime | None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def done(self) -> bool:
+        return self.status in ("succeeded", "failed")
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Job:
+        error = data.get("error")
+        return cls(
+            id=str(data["id"]),
+            type=str(data["type"]),
+            status=str(data["status"]),
+            params=dict(data.get("params") or {}),
+            files_total=_optional_int(data, "filesTotal"),
+            files_done=int(data.get("filesDone", 0)),
+            error=dict(error) if isinstance(error, Mapping) else None,
+            created_at=_time(data, "createdAt"),
+            updated_at=_time(data, "updatedAt"),
+            finished_at=_optional_time(data, "finishedAt"),
+            raw=dict(data),
+        )
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """One operation of a batch: the status and JSON body its single endpoint answers.
+    ``ok`` is true for a 2xx; ``error`` is the error object otherwise."""
+
+    op: str
+    id: str
+    status: int
+    body: Any
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status < 300
+
+    @property
+    def error(self) -> dict[str, Any] | None:
+        if self.ok or not isinstance(self.body, Mapping):
+            return None
+        error = self.body.get("error")
+        return dict(error) if isinstance(error, Mapping) else None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> BatchResult:
+        return cls(
+            op=str(data["op"]),
+            id=str(data["id"]),
+            status=int(data["status"]),
+            body=data.get("body"),
+            raw=dict(data),
+        )

@@ -1,0 +1,137 @@
+"""Running jobs: batches on the workers, resumed after any failure, each file changed once.
+
+A job's row is the truth and a Celery message only a hint. A run (one task execution, with
+its own token) takes a lease on the row, does batches for up to ``SERVICE_JOB_SLICE_SECONDS``
+and hands the job back to the queue, so a long job takes turns with other work. Each batch is
+one transaction: the job row locked, the next files after the job's cursor changed (in id
+order) with their events, and the cursor and ``filesDone`` moved on. A worker killed
+mid-batch loses that whole batch; the next run, sent by the sweep once the dead run's lease
+runs out, starts from the committed cursor. So each file is changed exactly once.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+from typing import Any, Literal
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from accounts.tenancy import Tenant
+from files.models import Job
+from files.services.folders import BATCHES, FOLDER_EVENTS, left_in_folder
+from storage_service.errors import error_body
+from webhooks.services import event_record
+
+Outcome = Literal["more", "done", "skipped"]
+
+
+def job_run(*, job_id: str, token: str, slice_seconds: float) -> Outcome:
+    """Batches of the job until it is done or the slice is spent ("more": send it again).
+    A slice that ends gives the lease up, so the next message's run may take the job at once."""
+    deadline = time.monotonic() + slice_seconds
+    while True:
+        outcome = job_step(job_id=job_id, token=token)
+        if outcome != "more":
+            return outcome
+        if time.monotonic() >= deadline:
+            Job.objects.filter(id=job_id, lease_token=token).update(
+                lease_token="", leased_until=None
+            )
+            return outcome
+
+
+def job_step(*, job_id: str, token: str) -> Outcome:
+    """One batch of the job, in one transaction.
+
+    1. The job row, locked with SKIP LOCKED: a batch of another run in progress, a lease of
+       another run that has not run out, or a job already ended: nothing to do.
+    2. The first batch marks it running and counts ``filesTotal``.
+    3. The next batch after the cursor: the files, their events, the cursor and
+       ``filesDone`` commit together.
+    4. When nothing is left after the cursor, the last step (``_finish``), still in this
+       transaction.
+    """
+    now = timezone.now()
+    with transaction.atomic():
+        job = (
+            Job.objects.select_for_update(skip_locked=True, of=("self",))
+            .select_related("project")
+            .filter(id=job_id, status__in=Job.ACTIVE)
+            .first()
+        )
+        if job is None:
+            return "skipped"
+        leased = job.leased_until is not None and job.leased_until > now
+        if leased and job.lease_token != token:
+            return "skipped"
+        tenant = Tenant.of(job)
+        job.lease_token = token
+        job.leased_until = now + timedelta(seconds=settings.SERVICE_JOB_LEASE_SECONDS)
+        if job.status == Job.Status.PENDING:
+            job.status = Job.Status.RUNNING
+            job.files_total = left_in_folder(job, tenant)
+        size = settings.SERVICE_JOB_BATCH_SIZE
+        batch = BATCHES[Job.Type(job.type)](job, tenant, after=job.cursor or "", size=size)
+        if batch.count:
+            job.cursor = batch.last_id
+            job.files_done += batch.count
+            job.save()
+            return "more"
+        _finish(job, tenant)
+        return "done"
+
+
+def _finish(job: Job, tenant: Tenant) -> None:
+    """The job's last step: nothing is left after its cursor.
+
+    Files that reached the folder behind the cursor while the job ran (created in it, moved
+    into it, restored into it) are changed now, from the start of the folder, until none is
+    left; the job then ends, with its ``folder.*`` event, in the same transaction. So once a
+    job says ``succeeded``, no file it should have changed is left. A move whose resulting
+    path would be too long for a file that arrived meanwhile leaves that file in place and
+    fails the job (the others are moved).
+    """
+    size = settings.SERVICE_JOB_BATCH_SIZE
+    batch_of = BATCHES[Job.Type(job.type)]
+    while (stragglers := batch_of(job, tenant, after="", size=size)).count:
+        job.files_done += stragglers.count
+    left = left_in_folder(job, tenant)
+    if left:
+        job.status = Job.Status.FAILED
+        job.error = dict(
+            error_body(
+                "VALIDATION_ERROR",
+                f"{left} file(s) arrived in the folder during the move whose path would be "
+                "too long under the destination; they were left in place.",
+                {"filesLeft": left},
+            )["error"]
+        )
+    else:
+        job.status = Job.Status.SUCCEEDED
+    job.files_total = job.files_done
+    job.finished_at = timezone.now()
+    job.lease_token, job.leased_until = "", None
+    job.save()
+    data: dict[str, Any] = {
+        "jobId": job.id,
+        **job.params,
+        "files": job.files_done,
+        "status": job.status,
+    }
+    if job.error is not None:
+        data["error"] = job.error
+    event_record(tenant=tenant, type=FOLDER_EVENTS[Job.Type(job.type)], data=data)
+
+
+def jobs_lost() -> list[str]:
+    """The sweep: jobs pending or running that no run holds (a lease that ran out: its worker
+    died or its message was lost) or that no run took since they were made (a lost first
+    message); their runs are sent again. A duplicate message finds the lease and does nothing."""
+    now = timezone.now()
+    stale = now - timedelta(seconds=settings.SERVICE_JOB_LEASE_SECONDS)
+    lost = Q(leased_until__lt=now) | Q(leased_until__isnull=True, updated_at__lt=stale)
+    return list(Job.objects.active().filter(lost).values_list("id", flat=True))
