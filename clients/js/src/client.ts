@@ -8,6 +8,7 @@ import {
   type CompletedPart,
   ConfigurationError,
   ConflictError,
+  JobFailedError,
   StorageError,
   TransferError,
   VariantFailedError,
@@ -26,6 +27,7 @@ import type {
   DownloadUrl,
   Folder,
   HeldPart,
+  Job,
   Me,
   Schemas,
   StoredFile,
@@ -78,6 +80,7 @@ export class StorageClient {
   readonly uploads: Uploads;
   readonly variants: Variants;
   readonly webhooks: Webhooks;
+  readonly jobs: Jobs;
   /** @internal */
   readonly api: Api;
   /** @internal */
@@ -110,6 +113,7 @@ export class StorageClient {
     this.folders = new Folders(this);
     this.uploads = new Uploads(this);
     this.variants = new Variants(this);
+    this.jobs = new Jobs(this);
     this.webhooks = new Webhooks(this.api);
   }
 
@@ -314,6 +318,23 @@ export class Files extends Resource {
     return (await this.finish(`/files/${fileId}/replace/complete`, fileId)) as StoredFile;
   }
 
+  /** 1 to 100 operations, each run on its own exactly as its single endpoint (one failing
+   * does not stop the others). Resolves to one result per operation, in order: `{ op, id,
+   * status, body }`, the single endpoint's HTTP status and JSON body. A malformed batch is
+   * refused whole (ValidationError). Sent with an `Idempotency-Key` (random unless given). */
+  async batch(
+    operations: BatchOperation[],
+    options: { idempotencyKey?: string } = {},
+  ): Promise<Schemas["BatchResult"][]> {
+    const key = options.idempotencyKey ?? (await newKey());
+    const body = await this.api.request<Schemas["BatchResultListData"]>("POST", "/files/batch", {
+      json: { operations },
+      headers: keyHeader(key),
+      idempotent: true,
+    });
+    return body.data;
+  }
+
   /** A presigned GET URL, valid `expiresInSeconds` (60 to 86400; default 3600). */
   async downloadUrl(fileId: string, options: { expiresInSeconds?: number } = {}): Promise<DownloadUrl> {
     const json = options.expiresInSeconds === undefined ? {} : options;
@@ -360,7 +381,86 @@ export class Folders extends Resource {
   list(options: { parent?: string; limit?: number } = {}): AsyncGenerator<Folder> {
     return this.api.pages<Folder>("/folders", options);
   }
+
+  /** Every file at or below `from` gets the same place under `to` (`""` is the root); no
+   * byte moves. Resolves to the job (with `wait`, once it has finished). */
+  move(options: { from: string; to: string }, wait: WaitOptions = {}): Promise<Job> {
+    return this.operate("move", { from: options.from, to: options.to }, wait);
+  }
+
+  /** Soft-deletes every file at or below `path`, each restorable in the grace window. */
+  delete(path: string, wait: WaitOptions = {}): Promise<Job> {
+    return this.operate("delete", { path }, wait);
+  }
+
+  /** Restores every deleted, restorable file at or below `path`. */
+  restore(path: string, wait: WaitOptions = {}): Promise<Job> {
+    return this.operate("restore", { path }, wait);
+  }
+
+  private async operate(action: string, json: object, wait: WaitOptions): Promise<Job> {
+    const path = `/folders/${action}`;
+    const job = (await this.api.request<Schemas["JobData"]>("POST", path, { json })).data;
+    return wait.wait ? this.client.jobs.wait(job.id, wait) : job;
+  }
 }
+
+export interface WaitOptions {
+  /** Resolve once the job has finished (it rejects with JobFailedError if it failed). */
+  wait?: boolean;
+  /** How long to wait (default 60 000). */
+  timeoutMs?: number;
+}
+
+/** Work on many files (a folder's move, delete, restore), done by the service's workers. */
+export class Jobs extends Resource {
+  async get(jobId: string): Promise<Job> {
+    return (await this.api.request<Schemas["JobData"]>("GET", `/jobs/${jobId}`)).data;
+  }
+
+  /** Newest first, every page. */
+  list(
+    options: { status?: Job["status"]; type?: Job["type"]; limit?: number } = {},
+  ): AsyncGenerator<Job> {
+    return this.api.pages<Job>("/jobs", options);
+  }
+
+  /** Poll until the job has `succeeded` (JobFailedError if it `failed`, WaitTimeoutError
+   * after `timeoutMs`, default 60 000). */
+  async wait(jobId: string, options: { timeoutMs?: number } = {}): Promise<Job> {
+    const deadline = Date.now() + (options.timeoutMs ?? 60_000);
+    let delay = 0.2;
+    for (;;) {
+      const job = await this.get(jobId);
+      if (job.status === "succeeded") return job;
+      if (job.status === "failed") {
+        throw new JobFailedError(`job ${job.id} failed: ${job.error?.message ?? "no reason"}`, {
+          code: job.error?.code ?? "JOB_FAILED",
+          details: job.error?.details,
+          job,
+        });
+      }
+      if (Date.now() + delay * 1000 > deadline) {
+        throw new WaitTimeoutError(`job ${job.id} still ${job.status}`, { code: "WAIT_TIMEOUT" });
+      }
+      await sleep(delay);
+      delay = Math.min(2, delay * 1.5);
+    }
+  }
+}
+
+/** One operation of `files.batch`, as its single endpoint takes it. */
+export type BatchOperation =
+  | {
+      op: "update";
+      id: string;
+      filename?: string;
+      path?: string | null;
+      metadata?: Record<string, unknown> | null;
+    }
+  | { op: "delete"; id: string }
+  | { op: "restore"; id: string }
+  | { op: "copy"; id: string; path?: string | null; filename?: string };
 
 /** Multipart sessions: `resume` for interrupted uploads, and the steps one by one for bytes
  * that do not pass through this process (a browser's). */

@@ -78,6 +78,14 @@ export class AbortError extends StorageError {
 export class SignatureError extends StorageError {}
 /** A variant waited for ended `failed`. */
 export class VariantFailedError extends StorageError {}
+/** A job waited for ended `failed`; `job` is it, `code` its error's. */
+export class JobFailedError extends StorageError {
+  readonly job: unknown;
+  constructor(message: string, init: ErrorInit & { job?: unknown } = {}) {
+    super(message, init);
+    this.job = init.job;
+  }
+}
 /** A wait (for a variant to be ready) ran out of time. */
 export class WaitTimeoutError extends StorageError {}
 /** No API key or base URL was given, as options or in the environment. */

@@ -6,10 +6,12 @@
  * `storage-service-client/browser`): the page never holds an API key.
  */
 export {
+  type BatchOperation,
   type ClientOptions,
   type Declared,
   Files,
   Folders,
+  Jobs,
   type ListOptions,
   planParts,
   StorageClient,
@@ -17,6 +19,7 @@ export {
   type UploadOptions,
   Uploads,
   Variants,
+  type WaitOptions,
 } from "./client.js";
 export * from "./errors.js";
 export { uploadParts, uploadWithDescriptor, type DescriptorOptions } from "./browser.js";

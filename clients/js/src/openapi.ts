@@ -267,6 +267,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/files/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Up to 100 file operations in one request
+         * @description Each operation runs on its own, exactly as its single endpoint (`PATCH`, `DELETE`, `…/restore`, `…/copy`), with the same checks and events; one refused does not stop the others. The answer lists, in request order, each operation's status and body as that endpoint answers them. The request is checked whole first: a malformed operation (unknown `op` or field, missing `id`, an id given twice, a field its endpoint would refuse) is one 400 and nothing runs. Each operation counts against the key's write budget (429 for the whole batch, nothing run, when the budget cannot cover it).
+         */
+        post: operations["files_batch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/files/upload": {
         parameters: {
             query?: never;
@@ -299,6 +319,100 @@ export interface paths {
          * @description A folder exists while a file that is not deleted is in it or below it; `fileCount` counts those files.
          */
         get: operations["folders_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/folders/delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Delete every file of a folder (soft): a job
+         * @description Every file at or below `path` is deleted as `DELETE /v1/files/{file_id}` would (restorable during the grace window), files that arrive in it while the job runs included.
+         */
+        post: operations["folders_delete"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/folders/move": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Move (or rename) a folder: a job
+         * @description Every file that is not deleted at or below `from` gets the same place under `to`. No byte moves. Answers the job at once (poll `GET /v1/jobs/{job_id}`); files created in or moved into `from` while it runs are moved too, and once it says `succeeded` no file is left in `from`. 429 `RATE_LIMITED` when the project has `SERVICE_JOB_MAX_ACTIVE_PER_PROJECT` jobs pending or running.
+         */
+        post: operations["folders_move"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/folders/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restore every deleted file of a folder: a job
+         * @description Every deleted file at or below `path` whose bytes are not purged yet is restored as `POST /v1/files/{file_id}/restore` would.
+         */
+        post: operations["folders_restore"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/jobs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List jobs, newest first (keyset pages) */
+        get: operations["jobs_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/jobs/{job_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a job: its status and progress */
+        get: operations["jobs_retrieve"];
         put?: never;
         post?: never;
         delete?: never;
@@ -530,6 +644,73 @@ export interface components {
          *     ``StrictSerializerExtension``: ``min_fields`` (at least that many fields present) and
          *     ``require_any`` (at least one of these fields present and not null).
          */
+        BatchRequest: {
+            /** @description Run in order, each as its single endpoint (`PATCH`, `DELETE`, `…/restore`, `…/copy`). An id may appear once. */
+            operations: ({
+                /**
+                 * @description A name, not a path: no '/', '\', control characters or invisible and text-direction characters (U+061C, U+180E, U+200B-U+200F, U+202A-U+202E, U+2060-U+2064, U+2066-U+2069, U+FEFF), not only whitespace, not '.' or '..'. At most 255 characters (`SERVICE_MAX_FILENAME_LENGTH`) and at most 1024 bytes as UTF-8.
+                 * @example report.pdf
+                 */
+                filename?: string;
+                /** @description The file's id, as in its single endpoint's path (an unknown id: that operation's answer is 404 `FILE_NOT_FOUND`). */
+                id: string;
+                /** @description Your own JSON, replaced whole on update: at most 64 keys (`SERVICE_MAX_METADATA_KEYS`) of 1 to 128 characters, at most 8192 bytes as compact UTF-8 JSON (`SERVICE_MAX_METADATA_BYTES`), and objects and arrays nested at most 8 deep, the metadata object itself being depth 1 (`SERVICE_MAX_METADATA_DEPTH`). null clears it. */
+                metadata?: {
+                    [key: string]: unknown;
+                } | null;
+                /** @enum {string} */
+                op: "update";
+                /**
+                 * @description A folder: segments joined by '/' (no leading or trailing '/'; no empty, '.' or '..' segment; no segment starting or ending with whitespace; no '\', control, invisible or text-direction characters, as in filenames). null, '' and '/' mean the root. At most 1024 characters (`SERVICE_MAX_PATH_LENGTH`) and at most 2048 bytes as UTF-8.
+                 * @example invoices/2026
+                 */
+                path?: string | null;
+            } | {
+                /** @description The file's id, as in its single endpoint's path (an unknown id: that operation's answer is 404 `FILE_NOT_FOUND`). */
+                id: string;
+                /** @enum {string} */
+                op: "delete";
+            } | {
+                /** @description The file's id, as in its single endpoint's path (an unknown id: that operation's answer is 404 `FILE_NOT_FOUND`). */
+                id: string;
+                /** @enum {string} */
+                op: "restore";
+            } | {
+                /**
+                 * @description A name, not a path: no '/', '\', control characters or invisible and text-direction characters (U+061C, U+180E, U+200B-U+200F, U+202A-U+202E, U+2060-U+2064, U+2066-U+2069, U+FEFF), not only whitespace, not '.' or '..'. At most 255 characters (`SERVICE_MAX_FILENAME_LENGTH`) and at most 1024 bytes as UTF-8.
+                 * @example report.pdf
+                 */
+                filename?: string;
+                /** @description The file's id, as in its single endpoint's path (an unknown id: that operation's answer is 404 `FILE_NOT_FOUND`). */
+                id: string;
+                /** @enum {string} */
+                op: "copy";
+                /**
+                 * @description A folder: segments joined by '/' (no leading or trailing '/'; no empty, '.' or '..' segment; no segment starting or ending with whitespace; no '\', control, invisible or text-direction characters, as in filenames). null, '' and '/' mean the root. At most 1024 characters (`SERVICE_MAX_PATH_LENGTH`) and at most 2048 bytes as UTF-8.
+                 * @example invoices/2026
+                 */
+                path?: string | null;
+            })[];
+        };
+        /** @description One operation's answer, exactly as its single endpoint answers: `status` is that endpoint's HTTP status and `body` its JSON body (`PATCH` and `…/restore`: the file; `DELETE`: `{"data": {"id", "deleted"}}`; `…/copy`: the new file, 201; an error: the error body). */
+        BatchResult: {
+            body: components["schemas"]["File"] | components["schemas"]["FileDeletedData"] | components["schemas"]["Error"];
+            id: string;
+            /** @enum {string} */
+            op: "update" | "delete" | "restore" | "copy";
+            status: number;
+        };
+        /** @description The contract's `{"data": ...}` envelope. */
+        BatchResultListData: {
+            data: components["schemas"]["BatchResult"][];
+        };
+        /**
+         * @description Refuses fields it does not know, so a typo ("fileName") is an error, not a no-op.
+         *
+         *     Whole-body rules are class attributes, enforced here and stated in the document by
+         *     ``StrictSerializerExtension``: ``min_fields`` (at least that many fields present) and
+         *     ``require_any`` (at least one of these fields present and not null).
+         */
         CompleteRequest: {
             /** @description Every part, 1 to partCount, each once (a part number given twice is a 400), with the etag its PUT answered. */
             parts: {
@@ -592,7 +773,7 @@ export interface components {
              */
             createdAt: string;
             /** @enum {string} */
-            type: "file.created" | "file.uploaded" | "file.downloaded" | "file.replaced" | "file.copied" | "file.renamed" | "file.moved" | "file.metadata_updated" | "file.processed" | "file.processing_failed" | "file.deleted" | "file.restored" | "file.purged" | "upload.initiated" | "upload.completed" | "upload.aborted" | "webhook_endpoint.disabled";
+            type: "file.created" | "file.uploaded" | "file.downloaded" | "file.replaced" | "file.copied" | "file.renamed" | "file.moved" | "file.metadata_updated" | "file.processed" | "file.processing_failed" | "file.deleted" | "file.restored" | "file.purged" | "upload.initiated" | "upload.completed" | "upload.aborted" | "webhook_endpoint.disabled" | "folder.moved" | "folder.deleted" | "folder.restored";
         };
         /** @description A keyset page: the items, and how to ask for the next page. */
         DeliveryPaged: {
@@ -631,7 +812,7 @@ export interface components {
          */
         EndpointCreateRequest: {
             /** @description The event types to send; omit it to receive every type (including types added later). */
-            events?: ("file.created" | "file.uploaded" | "file.downloaded" | "file.replaced" | "file.copied" | "file.renamed" | "file.moved" | "file.metadata_updated" | "file.processed" | "file.processing_failed" | "file.deleted" | "file.restored" | "file.purged" | "upload.initiated" | "upload.completed" | "upload.aborted" | "webhook_endpoint.disabled")[];
+            events?: ("file.created" | "file.uploaded" | "file.downloaded" | "file.replaced" | "file.copied" | "file.renamed" | "file.moved" | "file.metadata_updated" | "file.processed" | "file.processing_failed" | "file.deleted" | "file.restored" | "file.purged" | "upload.initiated" | "upload.completed" | "upload.aborted" | "webhook_endpoint.disabled" | "folder.moved" | "folder.deleted" | "folder.restored")[];
             /**
              * @description http(s); an ASCII host name, an IPv4 address or a bracketed IPv6 address; an optional port, path and query; no credentials, fragment or spaces. Unless the deployment allows private networks, the host must resolve, and only to public addresses (checked again at every delivery).
              * @example https://example.com/hooks/storage
@@ -663,7 +844,7 @@ export interface components {
             /** @example evt_01m80p9qhfbw0rf406y6kr13qe */
             id: string;
             /** @enum {string} */
-            type: "file.created" | "file.uploaded" | "file.downloaded" | "file.replaced" | "file.copied" | "file.renamed" | "file.moved" | "file.metadata_updated" | "file.processed" | "file.processing_failed" | "file.deleted" | "file.restored" | "file.purged" | "upload.initiated" | "upload.completed" | "upload.aborted" | "webhook_endpoint.disabled";
+            type: "file.created" | "file.uploaded" | "file.downloaded" | "file.replaced" | "file.copied" | "file.renamed" | "file.moved" | "file.metadata_updated" | "file.processed" | "file.processing_failed" | "file.deleted" | "file.restored" | "file.purged" | "upload.initiated" | "upload.completed" | "upload.aborted" | "webhook_endpoint.disabled" | "folder.moved" | "folder.deleted" | "folder.restored";
         };
         /** @description A file: its logical name, folder and metadata, and its current version's bytes. `uploadedAt` and `checksum` appear once it is uploaded; `deletedAt` only while it is deleted. */
         File: {
@@ -751,10 +932,40 @@ export interface components {
             parent: string | null;
             path: string;
         };
+        /**
+         * @description `from` (not the root) and `to` (`""`, `"/"` or null: the root), which must not be
+         *     `from` or a folder below it.
+         */
+        FolderMoveRequest: {
+            /**
+             * @description The folder to move.
+             * @example invoices/2026
+             */
+            from: string;
+            /**
+             * @description Where `from` goes: its files get the same place under `to`. Renaming a folder is a move (`a/old` to `a/new`).
+             * @example invoices/2026
+             */
+            to: string | null;
+        };
         /** @description A keyset page: the items, and how to ask for the next page. */
         FolderPaged: {
             data: components["schemas"]["Folder"][];
             pagination: components["schemas"]["Pagination"];
+        };
+        /**
+         * @description Refuses fields it does not know, so a typo ("fileName") is an error, not a no-op.
+         *
+         *     Whole-body rules are class attributes, enforced here and stated in the document by
+         *     ``StrictSerializerExtension``: ``min_fields`` (at least that many fields present) and
+         *     ``require_any`` (at least one of these fields present and not null).
+         */
+        FolderRequest: {
+            /**
+             * @description A folder, not the root. A folder: segments joined by '/' (no leading or trailing '/'; no empty, '.' or '..' segment; no segment starting or ending with whitespace; no '\', control, invisible or text-direction characters, as in filenames). null, '' and '/' mean the root. At most 1024 characters (`SERVICE_MAX_PATH_LENGTH`) and at most 2048 bytes as UTF-8.
+             * @example invoices/2026
+             */
+            path: string;
         };
         /** @description A part the store holds: its etag (without quotes) and its size. */
         HeldPart: {
@@ -768,6 +979,45 @@ export interface components {
         /** @description The contract's `{"data": ...}` envelope. */
         HeldPartsData: {
             data: components["schemas"]["HeldParts"];
+        };
+        /** @description Work on many files, done by the workers in batches. `params` are the request's (`{"from", "to"}` for a move, `{"path"}` for a delete or restore; paths as stored, null for the root). `filesTotal` is null until the job starts, then the files it found at its start, and once it ends the files it changed (files that arrived in the folder meanwhile included); `filesDone` grows as batches commit. `error` (the error body's inner object) is set when the job `failed`; `finishedAt` once it ended. */
+        Job: {
+            /**
+             * Format: date-time
+             * @example 2026-11-22T03:55:04.086Z
+             */
+            createdAt: string;
+            error: components["schemas"]["ErrorDetail"] | null;
+            filesDone: number;
+            filesTotal: number | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T03:55:04.086Z
+             */
+            finishedAt: string | null;
+            /** @example job_01m80p9qhfbw0rf406y6kr13qe */
+            id: string;
+            params: {
+                [key: string]: string | null;
+            };
+            /** @enum {string} */
+            status: "pending" | "running" | "succeeded" | "failed";
+            /** @enum {string} */
+            type: "folder.move" | "folder.delete" | "folder.restore";
+            /**
+             * Format: date-time
+             * @example 2026-11-22T03:55:04.086Z
+             */
+            updatedAt: string;
+        };
+        /** @description The contract's `{"data": ...}` envelope. */
+        JobData: {
+            data: components["schemas"]["Job"];
+        };
+        /** @description A keyset page: the items, and how to ask for the next page. */
+        JobPaged: {
+            data: components["schemas"]["Job"][];
+            pagination: components["schemas"]["Pagination"];
         };
         /** @description The project, organization and key a request authenticates as. Test and live data are separate: a test key sees only test data. */
         Me: {
@@ -1097,7 +1347,7 @@ export interface components {
             disabledAt: string | null;
             /** @enum {string|null} */
             disabledReason: "GONE" | "FAILING" | null;
-            events: ("file.created" | "file.uploaded" | "file.downloaded" | "file.replaced" | "file.copied" | "file.renamed" | "file.moved" | "file.metadata_updated" | "file.processed" | "file.processing_failed" | "file.deleted" | "file.restored" | "file.purged" | "upload.initiated" | "upload.completed" | "upload.aborted" | "webhook_endpoint.disabled")[];
+            events: ("file.created" | "file.uploaded" | "file.downloaded" | "file.replaced" | "file.copied" | "file.renamed" | "file.moved" | "file.metadata_updated" | "file.processed" | "file.processing_failed" | "file.deleted" | "file.restored" | "file.purged" | "upload.initiated" | "upload.completed" | "upload.aborted" | "webhook_endpoint.disabled" | "folder.moved" | "folder.deleted" | "folder.restored")[];
             /** @example wh_01m80p9qhfbw0rf406y6kr13qe */
             id: string;
             /** @enum {string} */
@@ -2614,6 +2864,116 @@ export interface operations {
             };
         };
     };
+    files_batch: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes retries safe: the same key with the same body answers the same file and upload (with `Idempotent-Replayed: true`) for 24 hours; with another body, or on another route, 409 `IDEMPOTENCY_KEY_REUSED`. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BatchRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BatchResultListData"];
+                };
+            };
+            /** @description Codes: `VALIDATION_ERROR` */
+            400: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `UNAUTHENTICATED` */
+            401: {
+                headers: {
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `IDEMPOTENCY_KEY_REUSED` */
+            409: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `PAYLOAD_TOO_LARGE` */
+            413: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `VALIDATION_ERROR` */
+            415: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description Seconds until the key's next one-minute window. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `SERVICE_UNAVAILABLE` */
+            503: {
+                headers: {
+                    /** @description With `SERVICE_UNAVAILABLE`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     files_upload: {
         parameters: {
             query?: never;
@@ -2765,6 +3125,477 @@ export interface operations {
             401: {
                 headers: {
                     "WWW-Authenticate"?: "Bearer";
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description Seconds until the key's next one-minute window. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `SERVICE_UNAVAILABLE` */
+            503: {
+                headers: {
+                    /** @description With `SERVICE_UNAVAILABLE`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    folders_delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FolderRequest"];
+            };
+        };
+        responses: {
+            202: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobData"];
+                };
+            };
+            /** @description Codes: `VALIDATION_ERROR` */
+            400: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `UNAUTHENTICATED` */
+            401: {
+                headers: {
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `FOLDER_NOT_FOUND` */
+            404: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `PAYLOAD_TOO_LARGE` */
+            413: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `VALIDATION_ERROR` */
+            415: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description Seconds until the key's next one-minute window. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `SERVICE_UNAVAILABLE` */
+            503: {
+                headers: {
+                    /** @description With `SERVICE_UNAVAILABLE`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    folders_move: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FolderMoveRequest"];
+            };
+        };
+        responses: {
+            202: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobData"];
+                };
+            };
+            /** @description Codes: `VALIDATION_ERROR` */
+            400: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `UNAUTHENTICATED` */
+            401: {
+                headers: {
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `FOLDER_NOT_FOUND` */
+            404: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `PAYLOAD_TOO_LARGE` */
+            413: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `VALIDATION_ERROR` */
+            415: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description Seconds until the key's next one-minute window. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `SERVICE_UNAVAILABLE` */
+            503: {
+                headers: {
+                    /** @description With `SERVICE_UNAVAILABLE`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    folders_restore: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FolderRequest"];
+            };
+        };
+        responses: {
+            202: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobData"];
+                };
+            };
+            /** @description Codes: `VALIDATION_ERROR` */
+            400: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `UNAUTHENTICATED` */
+            401: {
+                headers: {
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `FOLDER_NOT_FOUND` */
+            404: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `PAYLOAD_TOO_LARGE` */
+            413: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `VALIDATION_ERROR` */
+            415: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description Seconds until the key's next one-minute window. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `SERVICE_UNAVAILABLE` */
+            503: {
+                headers: {
+                    /** @description With `SERVICE_UNAVAILABLE`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    jobs_list: {
+        parameters: {
+            query?: {
+                cursor?: string;
+                limit?: number;
+                /** @description Only jobs in this status. */
+                status?: "pending" | "running" | "succeeded" | "failed";
+                /** @description Only jobs of this type. */
+                type?: "folder.move" | "folder.delete" | "folder.restore";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobPaged"];
+                };
+            };
+            /** @description Codes: `VALIDATION_ERROR` */
+            400: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `UNAUTHENTICATED` */
+            401: {
+                headers: {
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description Seconds until the key's next one-minute window. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `SERVICE_UNAVAILABLE` */
+            503: {
+                headers: {
+                    /** @description With `SERVICE_UNAVAILABLE`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    jobs_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A `job_` id. */
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobData"];
+                };
+            };
+            /** @description Codes: `UNAUTHENTICATED` */
+            401: {
+                headers: {
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `JOB_NOT_FOUND` */
+            404: {
+                headers: {
                     /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
                     "X-Request-Id"?: string;
                     [name: string]: unknown;

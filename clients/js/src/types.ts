@@ -11,5 +11,6 @@ export type Delivery = Schemas["Delivery"];
 export type DownloadUrl = Schemas["DownloadUrl"];
 export type HeldPart = Schemas["HeldPart"];
 export type Me = Schemas["Me"];
+export type Job = Schemas["Job"];
 export type WebhookEvent = Schemas["EventEnvelope"];
 export type { components, paths } from "./openapi.js";
