@@ -17,8 +17,8 @@ can be left without an expiry (a dropped connection runs both commands or neithe
 If Redis does not answer, requests are let through (and a warning is logged): a rate limiter
 that turned a Redis outage into an API outage would do more harm than the traffic it stops.
 
-Leases (issue 14): a round trip to Redis per request cost a list or a GET about a tenth of its
-CPU. So a process counts a *lease* of up to ``MAX_LEASE`` requests at once (``INCRBY n``) and
+Leases: a round trip to Redis per request is a noticeable share of a read's time. So a
+process counts a *lease* of up to ``MAX_LEASE`` requests at once (``INCRBY n``) and
 lets the next requests of that key and budget through against it without asking Redis. Every
 request is still counted in Redis, and counted *before* it is served, so a budget is never
 exceeded, by any number of processes. What a lease costs instead: counts a process has taken
@@ -94,54 +94,6 @@ def budget(method: str) -> tuple[str, int]:
     return "w", settings.SERVICE_RATE_LIMIT_WRITES_PER_MINUTE
 
 
-def refusal_wait(api_key: ApiKey, method: str) -> float | None:
-    """Count one request of ``api_key`` against its budget for ``method``: None when it is
-    allowed, else the seconds until the window ends (the 429's Retry-After). Every request
-    that reaches a view is counted exactly once, by this, whichever way it is served: from
-    this process's lease when it has one (see the module's docstring), else in Redis."""
-    bucket, limit = budget(method or "GET")
-    if limit <= 0:
-        return None
-    now = time.time()
-    window = int(now // WINDOW_SECONDS)
-    slot = (str(api_key.pk), bucket)
-    with _leases_lock:
-        lease = _leases.get(slot)
-        if lease is not None and lease.window != window:
-            lease = None
-        if lease is not None and lease.left > 0:
-            lease.left -= 1
-            return None
-    size = lease_size(limit, None if lease is None else lease.seen)
-    # The cache's prefix keeps the suite's counters apart from a running `make run`'s.
-    prefix = settings.CACHES["default"].get("KEY_PREFIX", "storage")
-    key = f"{prefix}:rl:{api_key.pk}:{bucket}:{window}"
-    try:
-        pipe = _redis().pipeline(transaction=True)
-        pipe.incrby(key, size)
-        pipe.expire(key, EXPIRY_SECONDS)
-        count, _ = pipe.execute()
-    except redis.RedisError as exc:
-        logger.warning("rate limiter skipped: Redis unavailable (%s)", type(exc).__name__)
-        return None
-    count = int(count)
-    # The counts of this lease that fall within the budget; this request takes the first.
-    granted = min(size, limit - (count - size))
-    with _leases_lock:
-        if len(_leases) >= MAX_LEASES_HELD:
-            for stale in [slot for slot, held in _leases.items() if held.window != window]:
-                del _leases[stale]
-        held = _leases.get(slot)
-        left = max(0, granted - 1)
-        if held is not None and held.window == window:  # another thread's lease meanwhile
-            held.left, held.seen = held.left + left, max(held.seen, count)
-        else:
-            _leases[slot] = _Lease(window=window, left=left, seen=count)
-    if granted >= 1:
-        return None
-    return (window + 1) * WINDOW_SECONDS - now
-
-
 def lease_size(limit: int, seen: int | None) -> int:
     """How many requests to count at once, given the window's count this process last saw
     (None: it has not asked in this window yet, so one, which tells it)."""
@@ -151,6 +103,10 @@ def lease_size(limit: int, seen: int | None) -> int:
 
 
 class ApiKeyRateThrottle(BaseThrottle):
+    """Counts every authenticated request once against its key's budget for its method,
+    before the view runs: from this process's lease when it has one (see the module's
+    docstring), else in Redis. A refusal is 429 RATE_LIMITED with Retry-After."""
+
     def __init__(self) -> None:
         self._wait: float | None = None
 
@@ -158,8 +114,58 @@ class ApiKeyRateThrottle(BaseThrottle):
         api_key = request.auth
         if not isinstance(api_key, ApiKey):
             return True  # unauthenticated requests are refused by the permission check
-        self._wait = refusal_wait(api_key, request.method or "GET")
+        self._wait = self.refusal_wait(api_key, request.method or "GET")
         return self._wait is None
 
     def wait(self) -> float | None:
         return self._wait
+
+    @staticmethod
+    def refusal_wait(api_key: ApiKey, method: str) -> float | None:
+        """Count one request of ``api_key`` against its budget for ``method``: None when it
+        is allowed, else the seconds until the window ends (the 429's Retry-After)."""
+        bucket, limit = budget(method or "GET")
+        if limit <= 0:
+            return None
+        now = time.time()
+        window = int(now // WINDOW_SECONDS)
+        slot = (str(api_key.pk), bucket)
+        with _leases_lock:
+            lease = _leases.get(slot)
+            if lease is not None and lease.window != window:
+                lease = None
+            if lease is not None and lease.left > 0:
+                lease.left -= 1
+                return None
+        size = lease_size(limit, None if lease is None else lease.seen)
+        # The cache's prefix keeps the suite's counters apart from a running `make run`'s.
+        prefix = settings.CACHES["default"].get("KEY_PREFIX", "storage")
+        key = f"{prefix}:rl:{api_key.pk}:{bucket}:{window}"
+        try:
+            pipe = _redis().pipeline(transaction=True)
+            pipe.incrby(key, size)
+            pipe.expire(key, EXPIRY_SECONDS)
+            count, _ = pipe.execute()
+        except redis.RedisError as exc:
+            logger.warning("rate limiter skipped: Redis unavailable (%s)", type(exc).__name__)
+            return None
+        count = int(count)
+        # The counts of this lease that fall within the budget; this request takes the first.
+        granted = min(size, limit - (count - size))
+        with _leases_lock:
+            if len(_leases) >= MAX_LEASES_HELD:
+                for stale in [slot for slot, held in _leases.items() if held.window != window]:
+                    del _leases[stale]
+            held = _leases.get(slot)
+            left = max(0, granted - 1)
+            if held is not None and held.window == window:  # another thread's lease meanwhile
+                held.left, held.seen = held.left + left, max(held.seen, count)
+            else:
+                _leases[slot] = _Lease(window=window, left=left, seen=count)
+        if granted >= 1:
+            return None
+        return (window + 1) * WINDOW_SECONDS - now
+
+
+# For counting beyond the one request the throttle counts (a batch counts each operation).
+refusal_wait = ApiKeyRateThrottle.refusal_wait

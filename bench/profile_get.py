@@ -29,9 +29,8 @@ import _common as bench
 # (label, file suffix, function name): cumulative time of these, per request.
 PARTS = [
     ("whole request (WSGI application)", "django/core/handlers/wsgi.py", "__call__"),
-    ("key and file in one query (SQL)", "files/selectors.py", "file_get_with_key"),
-    ("key lookup alone (SQL; other endpoints)", "accounts/selectors.py", "api_key_resolve"),
-    ("file query alone (SQL; not GET's path)", "files/selectors.py", "file_get"),
+    ("key lookup (SQL)", "accounts/selectors.py", "api_key_resolve"),
+    ("file query (SQL)", "files/selectors.py", "file_get"),
     ("rate-limit count (Redis)", "accounts/throttling.py", "allow_request"),
     ("request log line", "logging/__init__.py", "info"),
     ("JSON rendering", "rest_framework/renderers.py", "render"),

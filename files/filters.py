@@ -1,4 +1,4 @@
-"""The filters and the order of ``GET /v1/files``."""
+"""The filters and the order of ``GET /v1/files`` and ``GET /v1/folders``."""
 
 from __future__ import annotations
 
@@ -6,10 +6,11 @@ from typing import Any
 
 import django_filters
 
+from files import selectors
 from files.models import File, FileQuerySet
 from files.validation import clean_content_type, clean_path, clean_search
 from storage_service.filtering import CleanedFilter
-from storage_service.serializers import choice, or_empty, with_schema
+from storage_service.serializers import choice, in_query, or_empty, with_schema
 
 # sortBy: the File field each sort orders by (then by id), each served by its own index.
 SORT_FIELDS = {
@@ -90,3 +91,23 @@ class FileFilterSet(django_filters.FilterSet):
 
     def in_order(self, queryset: FileQuerySet, name: str, value: str) -> FileQuerySet:
         return queryset  # applied by filter_queryset, once both are known
+
+
+class FolderFilterSet(django_filters.FilterSet):
+    """The direct child folders of ``parent`` (the root without one), by name."""
+
+    parent = CleanedFilter(
+        in_query(clean_path),
+        method="children_of",
+        help_text="A folder (`''` and `/` are the root, as when omitted).",
+    )
+
+    class Meta:
+        model = File
+        fields: list[str] = []
+
+    def filter_queryset(self, queryset: FileQuerySet) -> Any:
+        return selectors.child_folders(queryset, parent=self.form.cleaned_data.get("parent"))
+
+    def children_of(self, queryset: FileQuerySet, name: str, value: str) -> FileQuerySet:
+        return queryset  # applied by filter_queryset, the root included

@@ -2,96 +2,30 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import cache
-from typing import Any
+from typing import TypedDict
 
 from django.db import connection
-from django.db.models import QuerySet
+from django.db.models import CharField, Count, F, Func, QuerySet, Value
+from django.db.models.functions import Substr
 
-from accounts.models import ApiKey
-from accounts.selectors import api_key_from_row, key_hash_of, key_query
 from accounts.tenancy import Tenant
-from files.models import File
+from files.models import File, FileQuerySet
 from storage_service.errors import FileNotFound
-from storage_service.fastfetch import columns, fetch_row, instance
 from storage_service.ids import looks_like_id
-from storage_service.pagination import Page, decode_cursor, encode_cursor
-
-# The visible files of a tenant (project and mode): the scope of every single-file read
-# (file_get and the key-joined read below); %s is the file id, then the project id and mode.
-_VISIBLE_FILE = (
-    "files_file.id = %s AND files_file.project_id = {project} AND files_file.mode = {mode}"
-    " AND files_file.status <> 'deleted'"
-)
-
-
-@cache
-def _file_get_sql() -> str:
-    _, cols = columns(File)
-    return f"SELECT {cols} FROM files_file WHERE {_VISIBLE_FILE.format(project='%s', mode='%s')}"
-
-
-@cache
-def _file_with_key_sql() -> str:
-    key = key_query()
-    _, cols = columns(File)
-    # A key's tenant is its project and its environment (the mode of what it makes and sees).
-    visible = _VISIBLE_FILE.format(
-        project="accounts_apikey.project_id", mode="accounts_apikey.environment"
-    )
-    # LEFT JOIN: a valid key with no such file is still the key (the 404 comes after the
-    # rate limit, as on every path).
-    return (
-        f"SELECT {key.select}, {cols} FROM {key.joins}"
-        f" LEFT JOIN files_file ON {visible} WHERE {key.where}"
-    )
 
 
 def file_get(*, tenant: Tenant, file_id: str) -> File:
     """A visible file of the tenant; deleted, foreign (another project or mode) and unknown
-    files are all 404.
-
-    The single-file read is the commonest request, so it is one hand-built query
-    (storage_service/fastfetch.py), scoped to the tenant (project and mode) like every lookup.
-    """
-    if not looks_like_id(file_id, "file"):
+    files are all 404."""
+    file = None
+    if looks_like_id(file_id, "file"):
+        # The id is the primary key: no ORDER BY needed to take the one row.
+        found = File.objects.for_tenant(tenant).visible().filter(id=file_id)[:1]
+        file = next(iter(found), None)
+    if file is None:
         raise FileNotFound("No such file.")
-    row = fetch_row(_file_get_sql(), [file_id, tenant.project_id, tenant.mode])
-    if row is None:
-        raise FileNotFound("No such file.")
-    file = instance(File, row)
     file.project = tenant.project
     return file
-
-
-@dataclass(frozen=True)
-class KeyAndFile:
-    api_key: ApiKey | None  # None: unknown, revoked or malformed key
-    file: File | None  # None: no visible file of the key's project with that id
-
-
-def file_get_with_key(*, raw_key: str, file_id: str) -> KeyAndFile | None:
-    """The key (as accounts' api_key_resolve finds it) and the visible file (as file_get
-    finds it, in the key's project), in ONE round trip: GET /v1/files/<id>'s two lookups.
-
-    None when the id is not a file id (the caller resolves the key alone and answers 404).
-    """
-    if not looks_like_id(file_id, "file"):
-        return None
-    digest = key_hash_of(raw_key)
-    if digest is None:
-        return KeyAndFile(None, None)
-    row = fetch_row(_file_with_key_sql(), [file_id, digest])
-    if row is None:
-        return KeyAndFile(None, None)
-    api_key = api_key_from_row(row)
-    file_row = row[key_query().width :]
-    if file_row[0] is None:  # the LEFT JOIN found no file
-        return KeyAndFile(api_key, None)
-    file = instance(File, file_row)
-    file.project = api_key.project
-    return KeyAndFile(api_key, file)
 
 
 # A search first walks the sort's own index for at most this many rows, looking for a page of
@@ -145,60 +79,30 @@ def _order_sql(key: str) -> str:
     return f'{{table}}."{column}" {"DESC" if key.startswith("-") else "ASC"}'
 
 
-@dataclass(frozen=True)
-class Folder:
-    path: str
+class FolderRow(TypedDict):
     name: str
-    parent: str | None
     file_count: int
 
 
-def folder_list(
-    *, tenant: Tenant, parent: str | None, limit: int = 100, cursor: str | None = None
-) -> Page[Folder]:
-    """The direct child folders of ``parent`` (None: the root), by name.
+def child_folders(files: FileQuerySet, *, parent: str | None) -> QuerySet[File, FolderRow]:
+    """The direct child folders of ``parent`` (None: the root) among ``files``, by name.
 
     Folders are derived from the paths of visible files: a folder exists while a file is in
-    it or below it, and ``fileCount`` counts those files. The prefix match is served by the
+    it or below it, and ``file_count`` counts those files. The prefix match is served by the
     ``(project, mode, path)`` index.
     """
-    scope = f"folders:{parent or ''}"
-    after = decode_cursor(cursor, scope)[0] if cursor else None
+    below: Func | F
     if parent is None:
-        child = "split_part(path, '/', 1)"
-        where = "path IS NOT NULL"
-        sql_params: list[Any] = [tenant.project_id, tenant.mode]
+        files, below = files.filter(path__isnull=False), F("path")
     else:
-        child = "split_part(substr(path, %s), '/', 1)"
-        where = "path LIKE %s"
-        prefix = connection.ops.prep_for_like_query(parent) + "/%"
-        sql_params = [len(parent) + 2, tenant.project_id, tenant.mode, prefix]
-    sql = f"""
-        SELECT name, count(*) FROM (
-            SELECT {child} AS name FROM files_file
-            WHERE project_id = %s AND mode = %s AND status <> 'deleted' AND {where}
-        ) AS children
-        WHERE name <> '' {"AND name > %s" if after is not None else ""}
-        GROUP BY name ORDER BY name LIMIT %s
-    """
-    if after is not None:
-        sql_params.append(after)
-    sql_params.append(limit + 1)
-    with connection.cursor() as db:
-        db.execute(sql, sql_params)
-        rows = db.fetchall()
-    has_more = len(rows) > limit
-    rows = rows[:limit]
-    items = [
-        Folder(
-            path=name if parent is None else f"{parent}/{name}",
-            name=name,
-            parent=parent,
-            file_count=count,
-        )
-        for name, count in rows
-    ]
-    next_cursor = (
-        encode_cursor(scope, items[-1].name, items[-1].name) if has_more and items else None
+        files, below = files.filter(path__startswith=f"{parent}/"), Substr("path", len(parent) + 2)
+    name = Func(below, Value("/"), Value(1), function="split_part", output_field=CharField())
+    rows = (
+        files.visible()
+        .annotate(name=name)
+        .exclude(name="")
+        .values("name")
+        .annotate(file_count=Count("id"))
+        .order_by("name")
     )
-    return Page(items=items, has_more=has_more, next_cursor=next_cursor)
+    return rows  # type: ignore[return-value]  # the dicts of .values() are FolderRows

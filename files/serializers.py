@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from rest_framework import serializers
-
 from files import selectors
 from files.models import File
 from files.shapes import (
@@ -31,9 +29,6 @@ from storage_service import objectstore
 from storage_service.serializers import (
     CleanedField,
     StrictSerializer,
-    clean_cursor,
-    in_query,
-    query_int,
     strict_int,
 )
 from storage_service.timefmt import iso_required
@@ -50,8 +45,7 @@ class UploadRequest(StrictSerializer):
 
 
 def upload_arguments(body: dict[str, Any]) -> dict[str, Any]:
-    """A validated UploadRequest as services.file_upload_start's arguments (the DRF view and
-    the fast lane both start uploads from it)."""
+    """A validated UploadRequest as services.file_upload_start's arguments."""
     return {
         "filename": body["filename"],
         "content_type": body["contentType"],
@@ -90,20 +84,6 @@ class DownloadUrlRequest(StrictSerializer):
 class ReplaceRequest(StrictSerializer):
     contentType = CleanedField(clean_content_type)
     size = CleanedField(clean_size)
-
-
-class FolderListQuery(serializers.Serializer):
-    def get_fields(self) -> dict[str, serializers.Field]:
-        # Declared here because "parent" is an attribute every serializer already has.
-        return {
-            "parent": CleanedField(
-                in_query(clean_path),
-                required=False,
-                help_text="A folder (`''` and `/` are the root, as when omitted).",
-            ),
-            "limit": CleanedField(query_int(1, 100), required=False, default=100),
-            "cursor": CleanedField(clean_cursor, required=False),
-        }
 
 
 # --- Output --------------------------------------------------------------------------------
@@ -165,10 +145,11 @@ def download_url_json(download: objectstore.PresignedDownload) -> DownloadUrlJso
     return {"url": download.url, "expiresAt": iso_required(download.expires_at)}
 
 
-def folder_json(folder: selectors.Folder) -> FolderJson:
+def folder_json(row: selectors.FolderRow, *, parent: str | None) -> FolderJson:
+    name = row["name"]
     return {
-        "path": folder.path,
-        "name": folder.name,
-        "parent": folder.parent,
-        "fileCount": folder.file_count,
+        "path": name if parent is None else f"{parent}/{name}",
+        "name": name,
+        "parent": parent,
+        "fileCount": row["file_count"],
     }

@@ -7,7 +7,7 @@ error codes; storage_service/openapi.py adds what every operation shares.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import viewsets
@@ -16,13 +16,12 @@ from rest_framework.response import Response
 
 from accounts.context import tenant_of
 from files import selectors, services
-from files.filters import FileFilterSet
+from files.filters import FileFilterSet, FolderFilterSet
 from files.links import FILE_ID, file_links
 from files.models import File, FileQuerySet
 from files.serializers import (
     CopyRequest,
     DownloadUrlRequest,
-    FolderListQuery,
     ReplaceRequest,
     UpdateRequest,
     UploadRequest,
@@ -42,6 +41,7 @@ from files.shapes import (
     FileWithUploadJson,
     FolderJson,
 )
+from files.validation import clean_path
 from storage_service.idempotency import (
     IDEMPOTENCY_KEY,
     IDEMPOTENT_REPLAYED,
@@ -50,16 +50,14 @@ from storage_service.idempotency import (
 )
 from storage_service.openapi import Links, errors_of
 from storage_service.pagination import CursorPagination
-from storage_service.serializers import EmptyRequest, validated, validated_query
-from storage_service.shapes import Data, Paged, paged
+from storage_service.serializers import EmptyRequest, validated
+from storage_service.shapes import Data
 
 NOT_FOUND = ("FILE_NOT_FOUND",)
 
 
 class FileViewSet(viewsets.GenericViewSet):
-    """The contract's "Files" section. GET one file and upload start have fast lanes in
-    front of these views (files/fastviews.py), which hand them every request they do not
-    serve."""
+    """The contract's "Files" section."""
 
     pagination_class = CursorPagination
     filterset_class = FileFilterSet
@@ -299,22 +297,34 @@ class FileViewSet(viewsets.GenericViewSet):
         return Response(answer)
 
 
-class FolderViewSet(viewsets.ViewSet):
+class FolderViewSet(viewsets.GenericViewSet):
+    pagination_class = CursorPagination
+    filterset_class = FolderFilterSet
+    page_size = 100
+
+    def get_queryset(self) -> FileQuerySet:
+        return File.objects.for_tenant(tenant_of(self.request))
+
+    @property
+    def parent(self) -> str | None:
+        """The folder listed (None: the root); the filter set has validated it."""
+        return clean_path(self.request.query_params.get("parent"))
+
+    @property
+    def cursor_scope(self) -> str:
+        """A cursor belongs to the folder it lists."""
+        return f"folders:{self.parent or ''}"
+
     @extend_schema(
         tags=["folders"],
         summary="Direct child folders of a path, by name",
         description="A folder exists while a file that is not deleted is in it or below it; "
         "`fileCount` counts those files.",
-        parameters=[FolderListQuery],
-        responses={200: Paged[FolderJson]},
+        responses={200: FolderJson},
     )
     def list(self, request: Request) -> Response:
-        query = validated_query(FolderListQuery, request)
-        page = selectors.folder_list(
-            tenant=tenant_of(request),
-            parent=query.get("parent"),
-            limit=query["limit"],
-            cursor=query.get("cursor"),
-        )
-        answer: Paged[FolderJson] = paged(page, folder_json)
-        return Response(answer)
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        assert page is not None  # pagination_class is set
+        rows = cast(list[selectors.FolderRow], page)  # the filter set's .values() rows
+        parent = self.parent
+        return self.get_paginated_response([folder_json(row, parent=parent) for row in rows])

@@ -6,6 +6,6 @@ class StorageServiceConfig(AppConfig):
     verbose_name = "Storage service"
 
     def ready(self) -> None:
-        # openapi registers the bearer-key security scheme with drf-spectacular; checks, the
-        # checks of the admin's middleware, which API requests skip.
-        from storage_service import checks, openapi  # noqa: F401
+        # openapi registers its extensions (the bearer-key security scheme, the shapes, the
+        # filter sets) with drf-spectacular.
+        from storage_service import openapi  # noqa: F401

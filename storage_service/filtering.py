@@ -51,10 +51,10 @@ class CleanedFilter(django_filters.Filter):
 
 
 class FilterBackend(DjangoFilterBackend):
-    """django-filter's backend, refusing a parameter given twice (ambiguous: a 400 rather
-    than silently taking one of the values), checked first, for every parameter of the list.
-    A refused filter is reported with whatever the paginator refuses too (``limit``,
-    ``cursor``), so one answer names every bad parameter."""
+    """django-filter's backend. Before any filtering, every query parameter of the list is
+    checked, the paginator's (``limit``, ``cursor``) included, and one 400 names every bad
+    one. A parameter given twice is refused too: ambiguous, rather than silently taking one
+    of the values."""
 
     def filter_queryset(self, request: Request, queryset: QuerySet[Any], view: Any) -> Any:
         params = request.query_params
@@ -64,12 +64,11 @@ class FilterBackend(DjangoFilterBackend):
                 "A query parameter was given more than once.",
                 details={key: ["Given more than once."] for key in repeated},
             )
+        paginator = getattr(view, "paginator", None)
+        errors = paginator.query_errors(request) if paginator is not None else {}
         filterset = self.get_filterset(request, queryset, view)
-        if filterset is None:
-            return queryset
-        if not filterset.is_valid():
-            paginator = getattr(view, "paginator", None)
-            errors = paginator.query_errors(request) if paginator is not None else {}
+        if filterset is not None and not filterset.is_valid():
             errors.update({name: list(messages) for name, messages in filterset.errors.items()})
+        if errors:
             raise serializers.ValidationError(errors)
-        return filterset.qs
+        return queryset if filterset is None else filterset.qs

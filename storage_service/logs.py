@@ -38,20 +38,12 @@ class JsonFormatter(logging.Formatter):
         }
         if record.exc_info:
             context["exception"] = self.formatException(record.exc_info)
-        return self.format_fields(
-            record.created, record.levelname, record.name, record.getMessage(), context
-        )
-
-    @staticmethod
-    def format_fields(
-        created: float, level: str, logger: str, message: str, context: dict[str, Any]
-    ) -> str:
+        created = datetime.fromtimestamp(record.created, UTC)
         line: dict[str, Any] = {
-            "time": datetime.fromtimestamp(created, UTC).isoformat(timespec="milliseconds")[:-6]
-            + "Z",
-            "level": level,
-            "logger": logger,
-            "message": message,
+            "time": created.isoformat(timespec="milliseconds")[:-6] + "Z",
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
             **context,
         }
         return json.dumps(line, default=str, ensure_ascii=False)
@@ -99,61 +91,7 @@ class RequestLogMiddleware:
             "projectId": getattr(api_key, "project_id", None),
             "keyPrefix": getattr(api_key, "prefix", None),
         }
-        handler = _sole_json_handler()
-        if handler is None:
-            request_logger.info(
-                "%s %s %s", request.method, route or "-", response.status_code, extra=context
-            )
-        else:
-            message = f"{request.method} {route or '-'} {response.status_code}"
-            _write(handler, request_line(time.time(), message, context))
+        request_logger.info(
+            "%s %s %s", request.method, route or "-", response.status_code, extra=context
+        )
         return response
-
-
-def request_line(created: float, message: str, context: dict[str, Any]) -> str:
-    """The request's line as JsonFormatter writes the record ``request_logger.info`` makes of
-    it (tests/ops/test_logs.py compares the two)."""
-    return JsonFormatter().format_fields(created, "INFO", request_logger.name, message, context)
-
-
-def _sole_json_handler() -> logging.StreamHandler[Any] | None:
-    """The one handler a request line reaches when logging is as the settings configure it
-    (LOGGING: the root's console handler, JSON, with the task filter only): the line can
-    then be written straight to its stream, without a LogRecord, its filter (a request runs
-    in no task) and the formatter's walk over the record's attributes, about a twentieth of a
-    request's CPU (issue 14). None, and the usual ``logging`` call, whenever anything else
-    listens or filters (a test's capture, another handler, a level above INFO)."""
-    logger = request_logger
-    root = logging.root
-    if (
-        logger.handlers
-        or logger.filters
-        or logger.disabled
-        or not logger.propagate
-        or logger.parent is not root
-        or root.filters
-        or len(root.handlers) != 1
-        or not logger.isEnabledFor(logging.INFO)
-    ):
-        return None
-    handler = root.handlers[0]
-    if (
-        type(handler) is not logging.StreamHandler
-        or type(handler.formatter) is not JsonFormatter
-        or handler.level > logging.INFO
-        or any(type(f) is not TaskContextFilter for f in handler.filters)
-    ):
-        return None
-    return handler
-
-
-def _write(handler: logging.StreamHandler[Any], line: str) -> None:
-    # What StreamHandler.emit does with a formatted record.
-    handler.acquire()
-    try:
-        handler.stream.write(line + handler.terminator)
-        handler.flush()
-    except Exception:  # as logging does: a log line that cannot be written fails nothing
-        handler.handleError(logging.makeLogRecord({"msg": line}))
-    finally:
-        handler.release()

@@ -1,5 +1,5 @@
 """Request ids (every response carries ``X-Request-Id``: the client's, if it sent a sane
-one), the request-body limit, and the admin's middleware, which API requests skip."""
+one) and the request's limits (query-string encoding, body size)."""
 
 from __future__ import annotations
 
@@ -7,14 +7,11 @@ import io
 import re
 import secrets
 from collections.abc import Callable
-from typing import Any, cast
 from urllib.parse import unquote_to_bytes
 
 from django.conf import settings
-from django.core.handlers.exception import convert_exception_to_response
 from django.core.handlers.wsgi import LimitedStream
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.utils.module_loading import import_string
 
 from storage_service.errors import ErrorJson, body_too_large, error_body
 
@@ -103,56 +100,3 @@ def _refused(status: int, body: ErrorJson) -> HttpResponse:
 
 def _too_large() -> HttpResponse:
     return _refused(413, body_too_large().body())
-
-
-class AdminStackMiddleware:
-    """The middleware only the admin and the browsable pages need, skipped by the API.
-
-    Sessions, CSRF, authentication, messages and whitenoise's static files serve the admin
-    (and the Swagger UI's assets); an API request authenticates with its bearer key, carries
-    no cookie and is CSRF-exempt, so that stack changed nothing in its answer and cost about
-    0.5 ms of it (issue 14). Requests under ``API_PREFIX`` go straight on; every other path
-    passes through ``settings.ADMIN_MIDDLEWARE`` in order, as if they were listed in
-    ``MIDDLEWARE`` at this place: their ``process_view`` hooks (CSRF's check is one) run
-    from this class's own, in the same order.
-    """
-
-    API_PREFIX = "/v1/"
-
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
-        self.get_response = get_response
-        handler: Callable[[HttpRequest], HttpResponse] = get_response
-        view_hooks: list[Callable[..., HttpResponse | None]] = []
-        for path in reversed(settings.ADMIN_MIDDLEWARE):
-            instance = import_string(path)(handler)
-            if hasattr(instance, "process_view"):
-                view_hooks.insert(0, instance.process_view)
-            # As Django's handler wraps each middleware: an exception becomes its response.
-            handler = cast(
-                Callable[[HttpRequest], HttpResponse], convert_exception_to_response(instance)
-            )
-        self.admin_chain = handler
-        self.view_hooks = view_hooks
-
-    def is_api(self, request: HttpRequest) -> bool:
-        return request.path_info.startswith(self.API_PREFIX)
-
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        if self.is_api(request):
-            return self.get_response(request)
-        return self.admin_chain(request)
-
-    def process_view(
-        self,
-        request: HttpRequest,
-        view_func: Callable[..., HttpResponse],
-        view_args: tuple[Any, ...],
-        view_kwargs: dict[str, Any],
-    ) -> HttpResponse | None:
-        if self.is_api(request):
-            return None
-        for hook in self.view_hooks:
-            response = hook(request, view_func, view_args, view_kwargs)
-            if response is not None:
-                return response
-        return None

@@ -12,9 +12,8 @@ tampered cursor, or one from another list or order, is a 400.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import Any, TypeVar
 
 from django.core import signing
 from django.db.models import QuerySet
@@ -29,16 +28,6 @@ from storage_service.shapes import Paged, PaginationJson
 
 _SALT = "storage_service.pagination.cursor"
 Item = TypeVar("Item")
-
-
-@dataclass(frozen=True)
-class Page(Generic[Item]):
-    items: list[Item]
-    has_more: bool
-    next_cursor: str | None
-
-    def pagination_json(self) -> PaginationJson:
-        return {"hasMore": self.has_more, "nextCursor": self.next_cursor}
 
 
 def encode_cursor(scope: str, value: Any, row_id: Any) -> str:
@@ -143,8 +132,8 @@ class CursorPagination(pagination.CursorPagination):
         sort, tiebreak = self.keys
         descending = sort.startswith("-")
         field = sort.lstrip("-")
-        if field == tiebreak:
-            return queryset.filter(**{f"{field}__{'lt' if descending else 'gt'}": value})
+        if field == tiebreak:  # one unique key: the cursor's id is its value
+            return queryset.filter(**{f"{field}__{'lt' if descending else 'gt'}": row_id})
         # Written as a row comparison: PostgreSQL turns ``(col, id) < (%s, %s)`` into one
         # index range condition, where ``a < x OR (a = x AND id < y)`` is only a filter.
         meta = queryset.model._meta

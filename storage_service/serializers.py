@@ -7,15 +7,10 @@ from the function that enforces it (storage_service/openapi.py), so the two cann
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from functools import lru_cache
-from types import MappingProxyType
+from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
 from rest_framework import serializers
-from rest_framework.exceptions import ErrorDetail
-from rest_framework.request import Request
-from rest_framework.settings import api_settings
 
 from storage_service.errors import ValidationError
 
@@ -210,93 +205,15 @@ class EmptyRequest(StrictSerializer):
     """A POST that takes no body: none, or ``{}``; any field is an error."""
 
 
-def validated(
-    serializer_class: type[serializers.Serializer], data: Any, *, query: bool = False
-) -> dict[str, Any]:
+def validated(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
     """Validate ``data`` or raise the one VALIDATION_ERROR (rendered by storage_service.errors).
 
     An absent body is ``{}`` here (DRF's empty data); a JSON ``null`` body is not an object,
-    and is refused like any other non-object.
-
-    ``query``: ``data`` is a query string's parameters (text only), whose validation by a
-    serializer of CleanedFields depends on nothing else, so a recent answer for the very same
-    parameters is reused: a client polling a folder sends the same list query again and
-    again, and DRF's validation was a tenth of a list request's CPU (issue 14). Refusals are
-    not kept: each is raised anew."""
-    if query and _SHARED.get(serializer_class) is not None:
-        items = tuple(sorted(data.items()))
-        if sum(len(key) + len(value) for key, value in items) <= _MEMO_MAX_CHARS:
-            return dict(_validated_query(serializer_class, items))
+    and is refused like any other non-object."""
     if data is None:
         raise ValidationError(
             "The request is invalid.", details={"body": ["Must be a JSON object."]}
         )
-    shared = _shared_serializer(serializer_class)
-    if shared is not None:
-        return _run(shared, data)
     serializer = serializer_class(data=data)
     serializer.is_valid(raise_exception=True)
     return dict(serializer.validated_data)
-
-
-def _run(serializer: serializers.Serializer, data: Any) -> dict[str, Any]:
-    """What ``is_valid(raise_exception=True)`` and ``validated_data`` do, on a serializer
-    whose validation keeps no state (``_shared_serializer``): the same values, the same
-    refusal (with DRF's "No data provided" for a lone null error)."""
-    try:
-        return dict(serializer.run_validation(data))
-    except serializers.ValidationError as exc:
-        errors = exc.detail
-        if (
-            isinstance(errors, list)
-            and len(errors) == 1
-            and getattr(errors[0], "code", None) == "null"
-        ):
-            detail = ErrorDetail("No data provided", code="null")
-            errors = {api_settings.NON_FIELD_ERRORS_KEY: [detail]}
-        raise serializers.ValidationError(errors) from None
-
-
-# Longer queries (a cursor, a long path) are validated each time rather than kept.
-_MEMO_MAX_CHARS = 512
-
-
-@lru_cache(maxsize=512)
-def _validated_query(
-    serializer_class: type[serializers.Serializer], items: tuple[tuple[str, str], ...]
-) -> Mapping[str, Any]:
-    return MappingProxyType(validated(serializer_class, dict(items)))
-
-
-# Issue 14: DRF deep-copies a serializer's declared fields for every instance (about 200
-# copy.deepcopy calls for the list's query, a tenth of its CPU), and is_valid keeps its
-# results on the instance. A CleanedField keeps no per-request state (its clean function and
-# its settings only), and run_validation keeps none on the serializer (its whole-body rules
-# are class attributes), so one instance per serializer class validates every request, on
-# every thread. A class with any other kind of field gets a new instance each time.
-_SHARED: dict[type[serializers.Serializer], serializers.Serializer | None] = {}
-
-
-def _shared_serializer(
-    serializer_class: type[serializers.Serializer],
-) -> serializers.Serializer | None:
-    if serializer_class not in _SHARED:
-        instance = serializer_class()
-        stateless = all(type(field) is CleanedField for field in instance.fields.values())
-        _SHARED[serializer_class] = instance if stateless else None
-    return _SHARED[serializer_class]
-
-
-def validated_query(
-    serializer_class: type[serializers.Serializer], request: Request
-) -> dict[str, Any]:
-    """The query string, validated like a body. A parameter given twice is ambiguous: refused
-    rather than silently taking one of the values."""
-    params = request.query_params
-    repeated = [key for key in params if len(params.getlist(key)) > 1]
-    if repeated:
-        raise ValidationError(
-            "A query parameter was given more than once.",
-            details={key: ["Given more than once."] for key in repeated},
-        )
-    return validated(serializer_class, params.dict(), query=True)

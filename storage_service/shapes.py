@@ -6,13 +6,9 @@ how one definition becomes the response, the type check and the document.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, Generic, TypedDict, TypeVar
+from typing import Annotated, Generic, TypedDict, TypeVar
 
 from storage_service.openapi import JsonSchema
-
-if TYPE_CHECKING:
-    from storage_service.pagination import Page
 
 T = TypeVar("T")
 Item = TypeVar("Item")
@@ -47,8 +43,3 @@ class Paged(TypedDict, Generic[T]):
 
     data: list[T]
     pagination: PaginationJson
-
-
-def paged(page: Page[Item], render: Callable[[Item], T]) -> Paged[T]:
-    """A page of items, each rendered to its shape."""
-    return {"data": [render(item) for item in page.items], "pagination": page.pagination_json()}

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
 from pathlib import PurePosixPath
-from typing import Any, cast
+from typing import Any
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
@@ -21,11 +21,11 @@ from accounts.services import bandwidth_record
 from accounts.tenancy import Tenant
 from files.events import record_file_event
 from files.models import File, StoredObject
+from files.selectors import file_get
 from files.services.common import Status, discard, lock_file
 from storage_service import objectstore
 from storage_service.celery import app
 from storage_service.errors import (
-    FileNotFound,
     FileNotUploaded,
     NotProcessable,
     StorageUnavailable,
@@ -33,13 +33,12 @@ from storage_service.errors import (
     VariantNotFound,
     VariantNotReady,
 )
-from storage_service.ids import looks_like_id
-from storage_service.pagination import Page, decode_cursor, encode_cursor
-from storage_service.timefmt import iso, iso_required
+from storage_service.timefmt import iso
 from variants import imaging, store
 from variants.imaging import ELIGIBLE_TYPES, ImageRejected, Params
 from variants.models import Variant
-from variants.shapes import Fit, Format, OutputType, VariantJson, VariantStatus
+from variants.selectors import variant_of
+from variants.serializers import variant_json
 from webhooks.models import Event
 
 logger = logging.getLogger(__name__)
@@ -49,31 +48,6 @@ VStatus = Variant.Status
 THUMBNAIL = Params(width=256, height=256, fit="inside", format="webp", quality=80)
 # Sent by name: variants.tasks imports this module.
 PROCESS_TASK = "variants.tasks.process_variant"
-
-
-def variant_json(variant: Variant) -> VariantJson:
-    """The variant as the API shows it (and as the processing events carry it)."""
-    return {
-        "id": variant.id,
-        "fileId": variant.file_id,
-        "fileVersion": variant.version,
-        "label": variant.label,
-        "status": cast(VariantStatus, variant.status),
-        "params": {
-            "width": variant.width,
-            "height": variant.height,
-            "fit": cast(Fit, variant.fit),
-            "format": cast(Format, variant.format),
-            "quality": variant.quality,
-        },
-        "contentType": cast(OutputType, imaging.FORMATS[variant.format][1]),
-        "width": variant.output_width,
-        "height": variant.output_height,
-        "size": variant.size,
-        "failureReason": variant.failure_reason or None,
-        "createdAt": iso_required(variant.created_at),
-        "updatedAt": iso_required(variant.updated_at),
-    }
 
 
 def params_of(variant: Variant) -> Params:
@@ -188,43 +162,14 @@ def variant_transform(*, tenant: Tenant, file_id: str, params: Params) -> Varian
         return variant
 
 
-def _visible_file(tenant: Tenant, file_id: str) -> File:
-    if not looks_like_id(file_id, "file"):
-        raise FileNotFound("No such file.")
-    file = File.objects.for_tenant(tenant).visible().filter(id=file_id).first()
-    if file is None:
-        raise FileNotFound("No such file.")
-    return file
-
-
-def variant_list(*, tenant: Tenant, file_id: str, limit: int, cursor: str | None) -> Page[Variant]:
-    """A file's variants, every version's, oldest first (ids are time-ordered)."""
-    file = _visible_file(tenant, file_id)
-    queryset = Variant.objects.filter(file=file).order_by("id")
-    if cursor:
-        _, after = decode_cursor(cursor, "variants")
-        queryset = queryset.filter(id__gt=after)
-    rows = list(queryset[: limit + 1])
-    has_more = len(rows) > limit
-    rows = rows[:limit]
-    next_cursor = encode_cursor("variants", None, rows[-1].id) if has_more else None
-    return Page(items=rows, has_more=has_more, next_cursor=next_cursor)
-
-
 def variant_download_url(
     *, tenant: Tenant, file_id: str, variant_id: str, expires_in: int = 3600
 ) -> objectstore.PresignedDownload:
     """A presigned GET of a ready variant; counted as bandwidth like a file download.
     Lock-free, like the file's download-url."""
-    file = _visible_file(tenant, file_id)
+    file = file_get(tenant=tenant, file_id=file_id)
     with transaction.atomic():
-        variant = None
-        if looks_like_id(variant_id, "var"):
-            variant = (
-                Variant.objects.select_related("output_object")
-                .filter(file=file, id=variant_id)
-                .first()
-            )
+        variant = variant_of(file=file, variant_id=variant_id)
         if variant is None:
             raise VariantNotFound("No such variant of this file.")
         if variant.status != VStatus.READY or variant.output_object is None:

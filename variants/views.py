@@ -10,20 +10,30 @@ from rest_framework.response import Response
 
 from accounts.context import tenant_of
 from files.links import FILE_ID
+from files.selectors import file_get
 from files.serializers import DownloadUrlRequest, download_url_json
 from files.shapes import DownloadUrlJson
 from storage_service.openapi import Links, errors_of, path_id
-from storage_service.serializers import validated, validated_query
-from storage_service.shapes import Data, Paged, paged
+from storage_service.pagination import CursorPagination
+from storage_service.serializers import validated
+from storage_service.shapes import Data
 from variants import services
-from variants.serializers import TransformRequest, VariantListQuery
+from variants.filters import VariantFilterSet
+from variants.models import Variant
+from variants.serializers import TransformRequest, variant_json
 from variants.shapes import VariantJson
 
 VARIANT_ID = path_id("variant_id", "var")
 NOT_FOUND = ("FILE_NOT_FOUND",)
 
 
-class VariantViewSet(viewsets.ViewSet):
+class VariantViewSet(viewsets.GenericViewSet):
+    pagination_class = CursorPagination
+    filterset_class = VariantFilterSet
+    page_size = 100
+    cursor_scope = "variants"
+    queryset = Variant.objects.all()  # list() narrows it to the file's
+
     @extend_schema(
         tags=["variants"],
         summary="Ask for a resized/re-encoded variant of an image (made by a worker)",
@@ -60,25 +70,22 @@ class VariantViewSet(viewsets.ViewSet):
             tenant=tenant_of(request), file_id=file_id, params=TransformRequest.params(body)
         )
         # 202 whether new or not: the work (if any) happens in a worker.
-        answer: Data[VariantJson] = {"data": services.variant_json(variant)}
+        answer: Data[VariantJson] = {"data": variant_json(variant)}
         return Response(answer, status=202)
 
     @extend_schema(
         tags=["variants"],
         summary="A file's variants, every version's, oldest first (keyset pages)",
-        parameters=[FILE_ID, VariantListQuery],
-        responses={200: Paged[VariantJson], **errors_of(*NOT_FOUND)},
+        parameters=[FILE_ID],
+        responses={200: VariantJson, **errors_of(*NOT_FOUND)},
     )
     def list(self, request: Request, file_id: str) -> Response:
-        query = validated_query(VariantListQuery, request)
-        page = services.variant_list(
-            tenant=tenant_of(request),
-            file_id=file_id,
-            limit=query["limit"],
-            cursor=query.get("cursor"),
-        )
-        answer: Paged[VariantJson] = paged(page, services.variant_json)
-        return Response(answer)
+        # The query's refusals (400) come before the file's (404), as a body's do elsewhere.
+        variants = self.filter_queryset(self.get_queryset())
+        file = file_get(tenant=tenant_of(request), file_id=file_id)
+        page = self.paginate_queryset(variants.filter(file=file))
+        assert page is not None  # pagination_class is set
+        return self.get_paginated_response([variant_json(variant) for variant in page])
 
     @extend_schema(
         tags=["variants"],

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from accounts.tenancy import Tenant
-from storage_service.pagination import Page, decode_cursor, encode_cursor
-from webhooks.models import Delivery, Endpoint
+from django.db.models import QuerySet
 
-_DELIVERY_SCOPE = "deliveries"
+from accounts.tenancy import Tenant
+from webhooks.models import Delivery, Endpoint
 
 
 def endpoint_list(*, tenant: Tenant) -> list[Endpoint]:
@@ -14,20 +13,7 @@ def endpoint_list(*, tenant: Tenant) -> list[Endpoint]:
     return list(Endpoint.objects.for_tenant(tenant).order_by("-created_at", "-id"))
 
 
-def delivery_list(*, endpoint: Endpoint, limit: int, cursor: str | None) -> Page[Delivery]:
-    """The endpoint's deliveries, newest first, by id (ids are time-ordered), keyset-paged
-    on the ``delivery_endpoint_id`` index."""
-    rows = (
-        Delivery.objects.filter(endpoint=endpoint)
-        .select_related("event")
-        .defer("event__data")  # the log shows the event's type and time, not its payload
-        .order_by("-id")
-    )
-    if cursor is not None:
-        _, last_id = decode_cursor(cursor, _DELIVERY_SCOPE)
-        rows = rows.filter(id__lt=last_id)
-    items = list(rows[: limit + 1])
-    has_more = len(items) > limit
-    items = items[:limit]
-    next_cursor = encode_cursor(_DELIVERY_SCOPE, None, items[-1].id) if has_more else None
-    return Page(items=items, has_more=has_more, next_cursor=next_cursor)
+def deliveries_of(deliveries: QuerySet[Delivery], *, endpoint: Endpoint) -> QuerySet[Delivery]:
+    """The endpoint's deliveries among ``deliveries`` (served by the ``delivery_endpoint_id``
+    index), each with its event's type and time: the log shows those, not the payload."""
+    return deliveries.filter(endpoint=endpoint).select_related("event").defer("event__data")

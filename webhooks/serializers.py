@@ -10,8 +10,6 @@ from rest_framework import serializers
 from storage_service.serializers import (
     CleanedField,
     StrictSerializer,
-    clean_cursor,
-    query_int,
     with_schema,
 )
 from storage_service.timefmt import iso, iso_required
@@ -86,11 +84,6 @@ def clean_events(value: Any) -> list[str]:
 class EndpointCreateRequest(StrictSerializer):
     url = CleanedField(clean_url)
     events = CleanedField(clean_events, required=False)
-
-
-class DeliveryListQuery(serializers.Serializer):
-    limit = CleanedField(query_int(1, 100), required=False, default=20)
-    cursor = CleanedField(clean_cursor, required=False)
 
 
 def endpoint_json(endpoint: Endpoint) -> WebhookJson:

@@ -25,7 +25,6 @@ from storage_service.errors import (
     WebhookLimitReached,
     WebhookNotFound,
 )
-from storage_service.fastfetch import prepared_cursor
 from storage_service.ids import first_id_at, looks_like_id, new_id, new_id_sql
 from webhooks.models import Delivery, Endpoint, Event
 from webhooks.network import UrlRefused, validate_webhook_url
@@ -151,8 +150,7 @@ def _record(
         if change is not None
         else "",
     )
-    # Prepared: every change that records an event runs one of a few such statements.
-    with prepared_cursor() as cursor:
+    with connection.cursor() as cursor:
         cursor.execute(
             sql,
             [

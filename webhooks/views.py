@@ -9,15 +9,13 @@ from rest_framework.response import Response
 
 from accounts.context import tenant_of
 from storage_service.openapi import Links, each, errors_of, path_id
-from storage_service.serializers import EmptyRequest, validated, validated_query
-from storage_service.shapes import Data, Paged, paged
+from storage_service.pagination import CursorPagination
+from storage_service.serializers import EmptyRequest, validated
+from storage_service.shapes import Data
 from webhooks import selectors, services
-from webhooks.serializers import (
-    DeliveryListQuery,
-    EndpointCreateRequest,
-    delivery_json,
-    endpoint_json,
-)
+from webhooks.filters import DeliveryFilterSet
+from webhooks.models import Delivery
+from webhooks.serializers import EndpointCreateRequest, delivery_json, endpoint_json
 from webhooks.services import MAX_ENDPOINTS_PER_PROJECT
 from webhooks.shapes import DeliveryJson, WebhookCreatedJson, WebhookDeletedJson, WebhookJson
 
@@ -110,32 +108,6 @@ class WebhookViewSet(viewsets.ViewSet):
 
     @extend_schema(
         tags=["webhooks"],
-        summary="An endpoint's deliveries, newest first (keyset pages)",
-        parameters=[WEBHOOK_ID, DeliveryListQuery],
-        responses={
-            200: Links(
-                Paged[DeliveryJson],
-                {
-                    "webhooks_redeliver": {
-                        "webhook_id": "$request.path.webhook_id",
-                        "delivery_id": "$response.body#/data/0/id",
-                    }
-                },
-            ),
-            **errors_of(*NOT_FOUND),
-        },
-    )
-    def deliveries(self, request: Request, webhook_id: str) -> Response:
-        query = validated_query(DeliveryListQuery, request)
-        endpoint = services.endpoint_get(tenant=tenant_of(request), webhook_id=webhook_id)
-        page = selectors.delivery_list(
-            endpoint=endpoint, limit=query["limit"], cursor=query.get("cursor")
-        )
-        answer: Paged[DeliveryJson] = paged(page, delivery_json)
-        return Response(answer)
-
-    @extend_schema(
-        tags=["webhooks"],
         summary="Attempt a FAILED or PENDING delivery again now (same event id)",
         description="A FAILED delivery gets one more attempt; a PENDING one is attempted now "
         "and keeps its remaining retries.",
@@ -153,3 +125,37 @@ class WebhookViewSet(viewsets.ViewSet):
         )
         answer: Data[DeliveryJson] = {"data": delivery_json(delivery)}
         return Response(answer, status=202)
+
+
+class DeliveryViewSet(viewsets.GenericViewSet):
+    name = "Webhook"  # what OPTIONS calls the route's resource, as on the webhook's own routes
+    pagination_class = CursorPagination
+    filterset_class = DeliveryFilterSet
+    cursor_scope = "deliveries"
+    queryset = Delivery.objects.all()  # list() narrows it to the endpoint's
+
+    @extend_schema(
+        operation_id="webhooks_deliveries",
+        tags=["webhooks"],
+        summary="An endpoint's deliveries, newest first (keyset pages)",
+        parameters=[WEBHOOK_ID],
+        responses={
+            200: Links(
+                DeliveryJson,
+                {
+                    "webhooks_redeliver": {
+                        "webhook_id": "$request.path.webhook_id",
+                        "delivery_id": "$response.body#/data/0/id",
+                    }
+                },
+            ),
+            **errors_of(*NOT_FOUND),
+        },
+    )
+    def list(self, request: Request, webhook_id: str) -> Response:
+        # The query's refusals (400) come before the endpoint's (404).
+        deliveries = self.filter_queryset(self.get_queryset())
+        endpoint = services.endpoint_get(tenant=tenant_of(request), webhook_id=webhook_id)
+        page = self.paginate_queryset(selectors.deliveries_of(deliveries, endpoint=endpoint))
+        assert page is not None  # pagination_class is set
+        return self.get_paginated_response([delivery_json(delivery) for delivery in page])

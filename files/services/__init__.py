@@ -13,11 +13,10 @@ from files.services.sweeps import (
     files_purge_expired,
     objects_remove_discarded,
 )
-from files.services.upload import KeyNotActive, file_complete, file_upload_start
+from files.services.upload import file_complete, file_upload_start
 
 __all__ = [
     "BatchAnswer",
-    "KeyNotActive",
     "Operation",
     "Outcome",
     "PurgeReport",

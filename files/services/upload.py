@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from contextlib import nullcontext
 from datetime import datetime
 from typing import Any
 
-import psycopg
-from django.db import IntegrityError, connection, transaction
+from django.db import connection, transaction
+from django.db.models import Model
+from django.db.models.sql import InsertQuery
 
-from accounts.selectors import key_active_sql
 from accounts.tenancy import Tenant
 from files import hooks
 from files.events import record_file_event, record_file_event_with_change
@@ -32,7 +31,6 @@ from storage_service.errors import (
     ApiError,
     FileNotPending,
 )
-from storage_service.fastfetch import insert_sql
 from webhooks.models import Event
 from webhooks.services import ChangeSql
 
@@ -49,12 +47,8 @@ def file_upload_start(
     metadata: dict[str, Any] | None = None,
     idempotency_key: str | None = None,
     request_hash: str = "",
-    active_key_hash: str | None = None,
 ) -> StartedUpload:
     """Create a pending file and presign the PUT of its bytes.
-
-    ``active_key_hash`` (without an Idempotency-Key only): write nothing, and raise
-    KeyNotActive, unless the key with this hash is still active when the write runs.
 
     1. Refuse sizes above the single-PUT limit (413; larger files use multipart).
     2. With an Idempotency-Key: serialize requests with that key (advisory lock), and replay
@@ -71,7 +65,6 @@ def file_upload_start(
             size=size,
             path=path,
             metadata=metadata,
-            active_key_hash=active_key_hash,
         )
     with transaction.atomic():
         replay = _idempotent_replay(tenant, idempotency_key, request_hash)
@@ -105,11 +98,6 @@ def file_upload_start(
     return StartedUpload(file=file, upload=upload)
 
 
-class KeyNotActive(Exception):
-    """The key an upload start was made for was revoked before its statement ran: nothing
-    was written."""
-
-
 def _upload_start_one_statement(
     *,
     tenant: Tenant,
@@ -118,18 +106,12 @@ def _upload_start_one_statement(
     size: int,
     path: str | None,
     metadata: dict[str, Any] | None,
-    active_key_hash: str | None = None,
 ) -> StartedUpload:
-    """The commonest upload start (no Idempotency-Key) in ONE statement: the
-    stored object's and the file's INSERTs (as the ORM's ``create`` would send them) as CTEs
-    of the ``file.created`` event's statement. A single statement commits or fails as a
-    whole, so the change and its event still commit together, with neither BEGIN nor COMMIT:
-    one round trip instead of five.
-
-    ``active_key_hash``: the statement also checks that this key is still active (the stored
-    object takes its project from the key's row, NULL once revoked, which its NOT NULL
-    refuses), so a caller that knows the key from an earlier request needs no lookup of its
-    own; KeyNotActive when it was revoked."""
+    """An upload start without an Idempotency-Key in ONE statement: the stored object's and
+    the file's INSERTs (as the ORM's ``create`` would send them) as CTEs of the
+    ``file.created`` event's statement. A single statement commits or fails as a whole, so
+    the change and its event still commit together, with neither BEGIN nor COMMIT: one round
+    trip instead of five."""
     stored = new_object(tenant, content_type=content_type, size=size, save=False)
     file = File(
         **tenant.owner(),
@@ -140,43 +122,50 @@ def _upload_start_one_statement(
         metadata=metadata,
         current_object=stored,
     )
-    active, active_params, checked = "", [], {}
-    if active_key_hash is not None:
-        active, active_params = (
-            f"active AS (SELECT {key_active_sql()} AS project_id), ",
-            [active_key_hash],
-        )
-        checked = {"project_id": "(SELECT project_id FROM active)"}
-    stored_sql, stored_params = insert_sql(stored, expressions=checked, returning="id")
-    file_sql, file_params = insert_sql(
+    stored_sql, stored_params = _insert_sql(stored, returning="id")
+    file_sql, file_params = _insert_sql(
         file, expressions={"current_object_id": "(SELECT id FROM stored)"}
     )
     change = ChangeSql(
-        ctes=f"{active}stored AS ({stored_sql}), file AS ({file_sql}), ",
-        params=[*active_params, *stored_params, *file_params],
+        ctes=f"stored AS ({stored_sql}), file AS ({file_sql}), ",
+        params=[*stored_params, *file_params],
         returning=("(SELECT id FROM stored)",),
     )
-    # Inside a transaction (a caller's, or a test's) a refused statement would abort it: a
-    # savepoint keeps it usable. Outside one, the statement is its own transaction.
-    guard = transaction.atomic() if checked and connection.in_atomic_block else nullcontext()
-    try:
-        with guard:
-            _, (stored.id,) = record_file_event_with_change(Event.Type.FILE_CREATED, file, change)
-    except IntegrityError as exc:
-        if checked and _refused_project(exc.__cause__):
-            raise KeyNotActive from exc
-        raise
+    _, (stored.id,) = record_file_event_with_change(Event.Type.FILE_CREATED, file, change)
     file.current_object = stored  # now with its id
     return StartedUpload(file=file, upload=presign_upload(stored))
 
 
-def _refused_project(error: BaseException | None) -> bool:
-    """The stored object's project refused as NULL: the ``active`` key was not."""
-    return (
-        isinstance(error, psycopg.errors.NotNullViolation)
-        and error.diag.table_name == "files_storedobject"
-        and error.diag.column_name == "project_id"
-    )
+def _insert_sql(
+    obj: Model, *, expressions: dict[str, str] | None = None, returning: str | None = None
+) -> tuple[str, list[Any]]:
+    """The ``INSERT`` of a new ``obj`` as the ORM's ``save()`` sends it (Django's insert
+    compiler: each field's ``pre_save`` and ``get_db_prep_save``), for sending as part of a
+    larger statement. ``expressions`` puts SQL in place of some attributes' values;
+    ``returning`` names a column to return. The instance is marked saved: the caller must
+    send it."""
+    expressions = expressions or {}
+    returned = obj._meta.db_returning_fields
+    fields = [
+        field
+        for field in obj._meta.local_concrete_fields
+        if not (field in returned and getattr(obj, field.attname) is None)
+    ]
+    valued = [field for field in fields if field.attname not in expressions]
+    query = InsertQuery(type(obj))
+    query.insert_values(valued, [obj])
+    [(compiled, params)] = query.get_compiler(connection=connection).as_sql()
+    # Every value of these models is a plain placeholder; anything else would need its own.
+    if not compiled.endswith(f"VALUES ({', '.join(['%s'] * len(valued))})"):
+        raise ValueError(f"unexpected placeholders in {compiled!r}")
+    table = connection.ops.quote_name(obj._meta.db_table)
+    names = ", ".join(connection.ops.quote_name(field.column) for field in fields)
+    placeholders = ", ".join(expressions.get(field.attname, "%s") for field in fields)
+    sql = f"INSERT INTO {table} ({names}) VALUES ({placeholders})"
+    if returning is not None:
+        sql += f" RETURNING {connection.ops.quote_name(returning)}"
+    obj._state.adding, obj._state.db = False, connection.alias
+    return sql, list(params)
 
 
 def _idempotent_replay(tenant: Tenant, key: str, request_hash: str) -> StartedUpload | None:

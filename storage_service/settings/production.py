@@ -47,10 +47,7 @@ SECURE_HSTS_SECONDS = env_int("SERVICE_HSTS_SECONDS", 31536000, minimum=0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SERVICE_HSTS_INCLUDE_SUBDOMAINS", True)
 SECURE_HSTS_PRELOAD = env_bool("SERVICE_HSTS_PRELOAD", False)
 # Preloading is a one-way commitment for the whole domain: the operator's call, not a default.
-SILENCED_SYSTEM_CHECKS = [
-    *SILENCED_SYSTEM_CHECKS,
-    *([] if SECURE_HSTS_PRELOAD else ["security.W021"]),
-]
+SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else ["security.W021"]
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"

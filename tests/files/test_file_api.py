@@ -151,9 +151,9 @@ def test_upload_answer_has_the_contract_shape(owner: Actor) -> None:
     assert body["file"]["version"] == 1
 
 
-def test_the_single_read_fast_path_answers_what_the_list_answers(owner: Actor) -> None:
-    """GET /v1/files/<id> reads its row with hand-built SQL (storage_service/fastfetch.py);
-    field by field it must answer what the ORM-built list answers, metadata an object."""
+def test_the_single_read_answers_what_the_list_answers(owner: Actor) -> None:
+    """GET /v1/files/<id> answers, field by field, what the list answers, metadata an
+    object."""
     metadata = {"team": "ops", "tags": ["a", "b"], "nested": {"n": 1}, "none": None}
     file = uploaded_file(owner, filename="m.png", path="p", metadata=metadata)
 

@@ -174,9 +174,8 @@ def test_the_budget_is_shared_across_api_processes(
 def test_the_single_file_read_counts_every_request(
     limiter_redis: RedisServer, owner: Actor
 ) -> None:
-    """GET /v1/files/<id> resolves its key in the same query as its file: the
-    count is still one per request, found or not, and a refused request is refused before
-    the file is answered."""
+    """GET /v1/files/<id> counts one per request, found or not, and a refused request is
+    refused before the file is answered."""
     file_id = start_upload(owner)["file"]["id"]
     missing = "file_00000000000000000000000000"
     statuses = [owner.get(f"/v1/files/{file_id}").status_code for _ in range(2)]
