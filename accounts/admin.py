@@ -4,13 +4,15 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.template.defaultfilters import filesizeformat
 from django.utils import timezone
 
 from accounts.keys import display_prefix, generate_key, hash_key
-from accounts.models import ApiKey, BandwidthUsage, Organization, Project
+from accounts.limits import clean_allowed_types
+from accounts.models import ApiKey, BandwidthUsage, Organization, Project, ProjectLimits
 from accounts.tenancy import Tenant
 from accounts.usage import RECENT_DAYS, ProjectUsage, project_usage, recent_bandwidth_subquery
 from storage_service.adminperms import ReadOnlyAdmin, StaffView
@@ -49,6 +51,40 @@ def _bytes(count: int) -> str:
     return f"{count} bytes ({filesizeformat(count)})"
 
 
+class ProjectLimitsForm(forms.ModelForm):
+    class Meta:
+        model = ProjectLimits
+        fields = ("mode", "max_storage_bytes", "max_file_size_bytes", "allowed_content_types")
+
+    def clean_allowed_content_types(self) -> list[str] | None:
+        value = self.cleaned_data.get("allowed_content_types")
+        if not value:
+            return None  # an empty field allows every type
+        try:
+            return clean_allowed_types(value)
+        except DjangoValidationError as exc:
+            raise forms.ValidationError(exc.messages) from exc
+
+
+class ProjectLimitsInline(StaffView, admin.TabularInline):
+    """Each mode's limits, with what that mode uses beside them (empty: no limit)."""
+
+    model = ProjectLimits
+    form = ProjectLimitsForm
+    extra = 0
+    max_num = len(ApiKey.Environment.choices)
+    fields = ("mode", "usage", "max_storage_bytes", "max_file_size_bytes", "allowed_content_types")
+    readonly_fields = ("usage",)
+    verbose_name_plural = "limits (per mode; an empty field is no limit)"
+
+    @admin.display(description="Uses now")
+    def usage(self, obj: ProjectLimits) -> str:
+        if obj.pk is None:
+            return "-"
+        usage = project_usage(Tenant(project=obj.project, mode=obj.mode))
+        return f"{_bytes(usage.storage_bytes)} in {usage.files} file(s)"
+
+
 @admin.register(Project)
 class ProjectAdmin(StaffView, admin.ModelAdmin):
     """Projects with their keys and their usage.
@@ -72,7 +108,7 @@ class ProjectAdmin(StaffView, admin.ModelAdmin):
         "recent_bandwidth_detail",
     )
     readonly_fields = ("id", "created_at", "storage", "bandwidth", "recent_bandwidth_detail")
-    inlines = [ApiKeyInline]
+    inlines = [ProjectLimitsInline, ApiKeyInline]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Project]:
         return super().get_queryset(request).annotate(recent_bandwidth=recent_bandwidth_subquery())
@@ -95,12 +131,12 @@ class ProjectAdmin(StaffView, admin.ModelAdmin):
             obj._admin_usage = cached  # type: ignore[attr-defined]
         return cached
 
-    @admin.display(description="Storage (live objects; a shared copy counts once)")
+    @admin.display(description="Storage (bytes in the store; a shared copy counts once)")
     def storage(self, obj: Project) -> str:
         if obj._state.adding:
             return "-"
         return " · ".join(
-            f"{mode}: {_bytes(usage.storage_bytes)} in {usage.live_objects} object(s)"
+            f"{mode}: {_bytes(usage.storage_bytes)} in {usage.stored_objects} object(s)"
             for mode, usage in self._usage(obj).items()
         )
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
 
 from storage_service.fields import public_id_field
@@ -95,3 +96,40 @@ class BandwidthUsage(models.Model):
 
     def __str__(self) -> str:
         return f"{self.project_id} {self.day}: {self.bytes} bytes"
+
+
+class ProjectLimits(models.Model):
+    """What staff allow one project in one mode; a missing row or an empty field is no limit.
+
+    The row is also the lock a limited tenant's uploads take while they reserve storage
+    (files/services/limits.py), so racing uploads cannot both fit in the same room.
+    """
+
+    # Indexed by projectlimits_unique (project, mode).
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="limits", db_index=False
+    )
+    mode = mode_field()
+    max_storage_bytes = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text="Bytes the store may hold for this mode; empty: no limit."
+    )
+    max_file_size_bytes = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text="Largest declared size of one file; empty: no limit."
+    )
+    allowed_content_types = ArrayField(
+        models.CharField(max_length=255),
+        null=True,
+        blank=True,
+        help_text="Comma-separated MIME types, exact or 'type/*'; empty: any type.",
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "mode"], name="projectlimits_unique")
+        ]
+        verbose_name = "project limits"
+        verbose_name_plural = "project limits"
+
+    def __str__(self) -> str:
+        return f"{self.project_id} ({self.mode})"

@@ -38,3 +38,36 @@ class MeJson(TypedDict):
     organization: MeOrganizationJson
     apiKey: MeApiKeyJson
     environment: Environment
+
+
+class UsageStorageJson(TypedDict):
+    """What the store holds for this mode: every version of every file, the trash until it
+    is purged, and variants (a copy shares its source's bytes and counts once). ``files``
+    counts uploaded files that are not deleted."""
+
+    bytes: Annotated[int, JsonSchema(minimum=0)]
+    files: Annotated[int, JsonSchema(minimum=0)]
+
+
+class UsageBandwidthJson(TypedDict):
+    """Bytes of download URLs issued this UTC month (files and variants)."""
+
+    month: Annotated[str, JsonSchema(pattern=r"^\d{4}-\d{2}$", example="2026-11")]
+    bytes: Annotated[int, JsonSchema(minimum=0)]
+
+
+class UsageLimitsJson(TypedDict):
+    """This mode's limits, each null when unset."""
+
+    maxStorageBytes: Annotated[int | None, JsonSchema(minimum=0)]
+    maxFileSizeBytes: Annotated[int | None, JsonSchema(minimum=0)]
+    allowedContentTypes: Annotated[
+        list[str] | None,
+        JsonSchema(description="MIME types, exact or `type/*`; null: any type."),
+    ]
+
+
+class UsageJson(TypedDict):
+    storage: UsageStorageJson
+    bandwidth: UsageBandwidthJson
+    limits: UsageLimitsJson

@@ -3,7 +3,7 @@
 Test and live are separate data, so their usage is counted and shown apart.
 
 Storage is what the apps that store bytes answer to the ``project_storage`` hook (files: the
-project's live stored objects, a shared copy once); accounts imports none of them.
+objects the store holds for the tenant, a shared copy once); accounts imports none of them.
 
 Bandwidth is the bytes of download URLs issued (``BandwidthUsage``, one row per UTC day).
 """
@@ -28,6 +28,7 @@ RECENT_DAYS = 30
 class Stored:
     bytes: int
     objects: int
+    files: int = 0
 
 
 @hook
@@ -40,11 +41,14 @@ def project_storage(*, tenant: Tenant) -> Stored:
 @dataclass(frozen=True)
 class ProjectUsage:
     storage_bytes: int
-    live_objects: int
+    stored_objects: int
+    files: int
     bandwidth_bytes: int
     downloads: int
     recent_bandwidth_bytes: int  # the last RECENT_DAYS days, today (UTC) included
     recent_downloads: int
+    month: str  # this UTC month, YYYY-MM
+    month_bandwidth_bytes: int
 
 
 def recent_since(today: date | None = None) -> date:
@@ -56,6 +60,8 @@ def project_usage(tenant: Tenant) -> ProjectUsage:
     (each served by an index that starts with (project, mode))."""
     stored = project_storage.send(tenant=tenant)
     since = recent_since()
+    today = timezone.now().date()
+    month_start = today.replace(day=1)
     bandwidth = BandwidthUsage.objects.filter(
         project_id=tenant.project_id, mode=tenant.mode
     ).aggregate(
@@ -63,14 +69,18 @@ def project_usage(tenant: Tenant) -> ProjectUsage:
         total_downloads=Coalesce(Sum("downloads"), 0),
         recent_bytes=Coalesce(Sum("bytes", filter=Q(day__gte=since)), 0),
         recent_downloads=Coalesce(Sum("downloads", filter=Q(day__gte=since)), 0),
+        month_bytes=Coalesce(Sum("bytes", filter=Q(day__gte=month_start)), 0),
     )
     return ProjectUsage(
         storage_bytes=sum(s.bytes for s in stored),
-        live_objects=sum(s.objects for s in stored),
+        stored_objects=sum(s.objects for s in stored),
+        files=sum(s.files for s in stored),
         bandwidth_bytes=bandwidth["total_bytes"],
         downloads=bandwidth["total_downloads"],
         recent_bandwidth_bytes=bandwidth["recent_bytes"],
         recent_downloads=bandwidth["recent_downloads"],
+        month=f"{today:%Y-%m}",
+        month_bandwidth_bytes=bandwidth["month_bytes"],
     )
 
 

@@ -7,9 +7,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts.context import api_key_of
-from accounts.models import ApiKey
-from accounts.shapes import Environment, MeJson
+from accounts.context import api_key_of, tenant_of
+from accounts.limits import limits_of
+from accounts.models import ApiKey, ProjectLimits
+from accounts.shapes import Environment, MeJson, UsageJson
+from accounts.usage import ProjectUsage, project_usage
 from storage_service.shapes import Data
 from storage_service.timefmt import iso_required
 
@@ -43,4 +45,32 @@ class MeView(APIView):
     )
     def get(self, request: Request) -> Response:
         answer: Data[MeJson] = {"data": me_json(api_key_of(request))}
+        return Response(answer)
+
+
+def usage_json(usage: ProjectUsage, limits: ProjectLimits | None) -> UsageJson:
+    return {
+        "storage": {"bytes": usage.storage_bytes, "files": usage.files},
+        "bandwidth": {"month": usage.month, "bytes": usage.month_bandwidth_bytes},
+        "limits": {
+            "maxStorageBytes": limits.max_storage_bytes if limits else None,
+            "maxFileSizeBytes": limits.max_file_size_bytes if limits else None,
+            "allowedContentTypes": limits.allowed_content_types if limits else None,
+        },
+    }
+
+
+class UsageView(APIView):
+    @extend_schema(
+        tags=["identity"],
+        summary="What this mode stores and downloads, and its limits",
+        description="`storage.bytes` is what the store holds for the key's mode: every "
+        "version, the trash until it is purged, and variants; a copy shares its source's "
+        "bytes. `bandwidth` counts the bytes of download URLs issued this UTC month. A limit "
+        "staff have not set is null.",
+        responses={200: Data[UsageJson]},
+    )
+    def get(self, request: Request) -> Response:
+        tenant = tenant_of(request)
+        answer: Data[UsageJson] = {"data": usage_json(project_usage(tenant), limits_of(tenant))}
         return Response(answer)

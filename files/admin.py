@@ -111,6 +111,7 @@ class FileAdmin(ReadOnlyAdmin):
         "deleted_at",
         "status_before_delete",
         "purged_at",
+        "expires_at",
     )
     readonly_fields = fields
 

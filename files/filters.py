@@ -7,6 +7,13 @@ from typing import Any
 import django_filters
 
 from files import selectors
+from files.finding import (
+    clean_metadata_param,
+    clean_recursive,
+    metadata_filters_of,
+    metadata_q,
+    subtree_q,
+)
 from files.models import File, FileQuerySet
 from files.validation import clean_content_type, clean_path, clean_search
 from storage_service.filtering import CleanedFilter
@@ -60,6 +67,18 @@ class FileFilterSet(django_filters.FilterSet):
         field_name="content_type",
         help_text="Exact MIME type.",
     )
+    metadata = CleanedFilter(
+        clean_metadata_param,
+        method="with_metadata",
+        help_text="`metadata[<key>]=<value>` (up to 10, all must match): files whose metadata "
+        "has the top-level key with the string value, or the number or boolean whose JSON "
+        'text it is (`metadata[year]=2026` matches 2026 and "2026").',
+    )
+    recursive = CleanedFilter(
+        clean_recursive,
+        method="with_recursive",
+        help_text="With `path`: the folder and every folder below it (`path=/`: every file).",
+    )
     sortBy = CleanedFilter(choice(list(SORT_FIELDS)), method="in_order", default="createdAt")
     order = CleanedFilter(choice(["asc", "desc"]), method="in_order", default="desc")
 
@@ -69,6 +88,10 @@ class FileFilterSet(django_filters.FilterSet):
 
     def filter_queryset(self, queryset: FileQuerySet) -> FileQuerySet:
         queryset = super().filter_queryset(queryset)
+        # metadata[<key>] parameters have names of their own, so they are read here.
+        wanted = metadata_filters_of(self.data)
+        if wanted:
+            queryset = queryset.filter(metadata_q(wanted))
         if not self.form.cleaned_data.get("status"):
             queryset = queryset.visible()
         sort_by, order = self.sort()
@@ -85,9 +108,18 @@ class FileFilterSet(django_filters.FilterSet):
         return queryset
 
     def in_folder(self, queryset: FileQuerySet, name: str, value: Any) -> FileQuerySet:
+        if self.form.cleaned_data.get("recursive"):
+            # The root and every folder below it is every file.
+            return queryset if value is ROOT else queryset.filter(subtree_q(value))
         if value is ROOT:
             return queryset.filter(path__isnull=True)
         return queryset.filter(path=value)
+
+    def with_metadata(self, queryset: FileQuerySet, name: str, value: Any) -> FileQuerySet:
+        return queryset  # clean_metadata_param refuses a bare metadata=; see filter_queryset
+
+    def with_recursive(self, queryset: FileQuerySet, name: str, value: Any) -> FileQuerySet:
+        return queryset  # applied by in_folder
 
     def in_order(self, queryset: FileQuerySet, name: str, value: str) -> FileQuerySet:
         return queryset  # applied by filter_queryset, once both are known

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 from django.db.models import Q
 
@@ -21,8 +22,8 @@ class StoredObject(models.Model):
         DISCARDED = "discarded"  # nothing needs it any more; the purge sweep removes it
         PURGED = "purged"  # removed from the store
 
-    # Only the live objects are indexed by project (storedobject_live_project): the admin's
-    # per-project storage sum reads that project's entries, never the whole table.
+    # Only the objects that hold or reserve bytes are indexed by project (storedobject_held):
+    # a tenant's usage reads that tenant's entries, never the whole table.
     project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="+", db_index=False)
     mode = mode_field()
     storage_key = models.CharField(max_length=200, unique=True)
@@ -43,12 +44,13 @@ class StoredObject(models.Model):
                 name="storedobject_discarded",
                 condition=Q(state="discarded"),
             ),
-            # Sum of a tenant's stored bytes (files/usage.py) as an index-only scan.
+            # A tenant's bytes in the store and its pending uploads' reservations
+            # (files/usage.py: usage and the storage quota), as index-only scans.
             models.Index(
                 fields=["project", "mode"],
-                include=["size"],
-                name="storedobject_live_project",
-                condition=Q(state="live"),
+                include=["state", "size", "declared_size"],
+                name="storedobject_held",
+                condition=Q(state__in=["pending", "live", "discarded"]),
             ),
         ]
 
@@ -101,6 +103,8 @@ class File(models.Model):
     # Status before a soft delete, so restore brings the file back as it was.
     status_before_delete = models.CharField(max_length=10, choices=Status.choices, blank=True)
     purged_at = models.DateTimeField(null=True, blank=True)
+    # When the expiry sweep deletes the file (as DELETE would); null: never.
+    expires_at = models.DateTimeField(null=True, blank=True)
 
     objects = FileQuerySet.as_manager()
 
@@ -140,6 +144,22 @@ class File(models.Model):
             ),
             models.Index(
                 fields=["project", "mode", "status", "-created_at", "-id"], name="file_list_status"
+            ),
+            # metadata[<key>]=<value> filters of the listing: containment (@>) of each
+            # alternative (the string, the number, the boolean), ANDed across keys; the
+            # matches are then sorted (a selective filter leaves few). The recursive listing's
+            # path prefix is served by file_path_prefix (migrations 0002 and 0005).
+            GinIndex(
+                fields=["metadata"],
+                opclasses=["jsonb_path_ops"],
+                name="file_metadata",
+                condition=~Q(status="deleted"),
+            ),
+            # The expiry sweep: files not deleted that carry an expiry, soonest first.
+            models.Index(
+                fields=["expires_at"],
+                name="file_expiry_due",
+                condition=Q(expires_at__isnull=False) & ~Q(status="deleted"),
             ),
             # The purge sweep: deleted, not yet purged, oldest first.
             models.Index(

@@ -20,6 +20,7 @@ from files.shapes import (
 )
 from files.validation import (
     clean_content_type,
+    clean_expires_at,
     clean_filename,
     clean_metadata,
     clean_path,
@@ -31,7 +32,7 @@ from storage_service.serializers import (
     StrictSerializer,
     strict_int,
 )
-from storage_service.timefmt import iso_required
+from storage_service.timefmt import iso, iso_required
 
 # --- Input ---------------------------------------------------------------------------------
 
@@ -42,6 +43,7 @@ class UploadRequest(StrictSerializer):
     size = CleanedField(clean_size)
     path = CleanedField(clean_path, required=False)
     metadata = CleanedField(clean_metadata, required=False)
+    expiresAt = CleanedField(clean_expires_at, required=False, source="expires_at")
 
 
 def upload_arguments(body: dict[str, Any]) -> dict[str, Any]:
@@ -52,17 +54,20 @@ def upload_arguments(body: dict[str, Any]) -> dict[str, Any]:
         "size": body["size"],
         "path": body.get("path"),
         "metadata": body.get("metadata"),
+        "expires_at": body.get("expires_at"),
     }
 
 
 class UpdateRequest(StrictSerializer):
-    """At least one of the fields; ``metadata`` replaces the stored metadata whole."""
+    """At least one of the fields; ``metadata`` replaces the stored metadata whole;
+    ``expiresAt`` null clears the expiry."""
 
     min_fields = 1
 
     filename = CleanedField(clean_filename, required=False)
     path = CleanedField(clean_path, required=False)
     metadata = CleanedField(clean_metadata, required=False)
+    expiresAt = CleanedField(clean_expires_at, required=False, source="expires_at")
 
 
 class CopyRequest(StrictSerializer):
@@ -102,6 +107,7 @@ def file_json(file: File) -> FileJson:
         "metadata": file.metadata,
         "createdAt": iso_required(file.created_at),
         "updatedAt": iso_required(file.updated_at),
+        "expiresAt": iso(file.expires_at),
     }
     if file.uploaded_at is not None:
         body["uploadedAt"] = iso_required(file.uploaded_at)

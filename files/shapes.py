@@ -25,7 +25,7 @@ Checksum = Annotated[
 class FileJson(TypedDict):
     """A file: its logical name, folder and metadata, and its current version's bytes.
     ``uploadedAt`` and ``checksum`` appear once it is uploaded; ``deletedAt`` only while it
-    is deleted."""
+    is deleted; ``expiresAt`` is always there (null when the file does not expire)."""
 
     id: FileId
     filename: str
@@ -37,6 +37,10 @@ class FileJson(TypedDict):
     metadata: dict[str, Any] | None
     createdAt: Timestamp
     updatedAt: Timestamp
+    expiresAt: Annotated[
+        Timestamp | None,
+        JsonSchema(description="When the file deletes itself (`file.expired`); null: never."),
+    ]
     uploadedAt: NotRequired[Timestamp]
     checksum: NotRequired[Checksum]
     deletedAt: NotRequired[Timestamp]

@@ -31,6 +31,13 @@ def expire_pending_uploads() -> int:
     return expired
 
 
+@shared_task(name="files.tasks.expire_files")
+def expire_files() -> int:
+    expired = services.files_expire_due()
+    logger.info("expiry sweep: %d file(s) expired", expired)
+    return expired
+
+
 @shared_task(name="files.tasks.run_job")
 def run_job(job_id: str) -> str:
     """Run the job for a slice of time, then send it again if it is not done (the job's row

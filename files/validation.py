@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
+from django.utils import timezone
 from rest_framework import serializers
 
 from storage_service.parsers import depth
@@ -285,3 +287,47 @@ def clean_search(value: Any) -> str:
     if len(value) > 255:
         raise serializers.ValidationError("At most 255 characters.")
     return value
+
+
+# An ISO 8601 UTC timestamp: a date, a time to the second with an optional fraction of up to
+# six digits, and the zone as "Z" or "+00:00" (the API writes "Z"; any other offset is refused
+# rather than converted, so a client's clock mistake is seen, not guessed at).
+EXPIRES_AT_PATTERN = (
+    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?(Z|\+00:00)$"
+)
+_EXPIRES_AT = re.compile(EXPIRES_AT_PATTERN)
+
+
+def _expires_at_schema() -> Schema:
+    return {
+        "type": ["string", "null"],
+        "format": "date-time",
+        "pattern": EXPIRES_AT_PATTERN,
+        "description": "When the file deletes itself (as DELETE would; restorable in the grace "
+        "window), as an ISO 8601 UTC timestamp (`Z` or `+00:00`). It must be in the future "
+        f"and at most {settings.SERVICE_MAX_EXPIRY_DAYS} days ahead "
+        "(`SERVICE_MAX_EXPIRY_DAYS`); null means never.",
+        "example": "2027-01-31T00:00:00.000Z",
+    }
+
+
+@with_schema(_expires_at_schema)
+def clean_expires_at(value: Any) -> datetime | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not _EXPIRES_AT.fullmatch(value):
+        raise serializers.ValidationError(
+            "Must be an ISO 8601 UTC timestamp such as '2027-01-31T00:00:00Z', or null."
+        )
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError as exc:  # a month 13, a February 30th
+        raise serializers.ValidationError("Must be a real date and time.") from exc
+    now = timezone.now()
+    if moment <= now:
+        raise serializers.ValidationError("Must be in the future.")
+    if moment > now + timedelta(days=settings.SERVICE_MAX_EXPIRY_DAYS):
+        raise serializers.ValidationError(
+            f"Must be at most {settings.SERVICE_MAX_EXPIRY_DAYS} days ahead."
+        )
+    return moment

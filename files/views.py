@@ -89,7 +89,13 @@ class FileViewSet(viewsets.GenericViewSet):
         request=UploadRequest,
         responses={
             201: Links(FileWithUploadJson, file_links("$response.body#/file/id")),
-            **errors_of("FILE_TOO_LARGE", "IDEMPOTENCY_KEY_REUSED", "STORAGE_UNAVAILABLE"),
+            **errors_of(
+                "FILE_TOO_LARGE",
+                "QUOTA_EXCEEDED",
+                "CONTENT_TYPE_NOT_ALLOWED",
+                "IDEMPOTENCY_KEY_REUSED",
+                "STORAGE_UNAVAILABLE",
+            ),
         },
     )
     def upload(self, request: Request) -> Response:
@@ -124,6 +130,7 @@ class FileViewSet(viewsets.GenericViewSet):
                 "OBJECT_NOT_FOUND",
                 "UPLOAD_SIZE_MISMATCH",
                 "CONTENT_TYPE_MISMATCH",
+                "CONTENT_TYPE_NOT_ALLOWED",
                 "STORAGE_UNAVAILABLE",
             ),
         },
@@ -224,6 +231,8 @@ class FileViewSet(viewsets.GenericViewSet):
                 "FILE_NOT_UPLOADED",
                 "REPLACE_IN_PROGRESS",
                 "FILE_TOO_LARGE",
+                "QUOTA_EXCEEDED",
+                "CONTENT_TYPE_NOT_ALLOWED",
                 "STORAGE_UNAVAILABLE",
             ),
         },
@@ -253,6 +262,7 @@ class FileViewSet(viewsets.GenericViewSet):
                 "OBJECT_NOT_FOUND",
                 "UPLOAD_SIZE_MISMATCH",
                 "CONTENT_TYPE_MISMATCH",
+                "CONTENT_TYPE_NOT_ALLOWED",
                 "STORAGE_UNAVAILABLE",
             ),
         },

@@ -179,6 +179,19 @@ class FileTooLarge(ApiError):
     status, code = 413, "FILE_TOO_LARGE"
 
 
+class QuotaExceeded(ApiError):
+    """The tenant's stored bytes, its pending uploads' reservations and the declared size
+    together exceed its ``maxStorageBytes``."""
+
+    status, code = 403, "QUOTA_EXCEEDED"
+
+
+class ContentTypeNotAllowed(ApiError):
+    """The declared (or, at complete, the sniffed) type is not in ``allowedContentTypes``."""
+
+    status, code = 422, "CONTENT_TYPE_NOT_ALLOWED"
+
+
 class PayloadTooLarge(ApiError):
     """The request body is larger than ``SERVICE_MAX_REQUEST_BODY_BYTES``: refused before it
     is read or parsed, so no client can make a worker buffer or parse megabytes of JSON."""

@@ -257,6 +257,9 @@ class FilterSetExtension(OpenApiFilterExtension):
             description = declared.extra.get("help_text") or schema.pop("description", None)
             schema.pop("description", None)
             parameter: Schema = {"in": "query", "name": name, "schema": schema}
+            style = schema.pop("x-style", None)
+            if style is not None:  # metadata[<key>]=<value>: an object as deepObject
+                parameter.update({"style": style, "explode": True})
             if description:
                 parameter["description"] = description
             parameters.append(parameter)

@@ -9,7 +9,7 @@ from django.urls import path, re_path
 from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
 
-from accounts.views import MeView
+from accounts.views import MeView, UsageView
 from files.jobviews import FileBatchViewSet, FolderOperationViewSet, JobViewSet
 from files.views import FileViewSet, FolderViewSet
 from storage_service.errors import handler404 as handler404_view
@@ -28,6 +28,7 @@ W = "v1/webhooks/<str:webhook_id>"
 
 urlpatterns = [
     path("v1/me", MeView.as_view()),
+    path("v1/usage", UsageView.as_view()),
     path("v1/files/upload", files({"post": "upload"})),
     path("v1/files", files({"get": "list"})),
     path("v1/files/batch", FileBatchViewSet.as_view({"post": "batch"})),

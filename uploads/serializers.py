@@ -11,6 +11,7 @@ from rest_framework import serializers
 from files.serializers import file_json
 from files.validation import (
     clean_content_type,
+    clean_expires_at,
     clean_filename,
     clean_metadata,
     clean_path,
@@ -141,6 +142,7 @@ class MultipartStartRequest(StrictSerializer):
     size = CleanedField(clean_multipart_size)
     path = CleanedField(clean_path, required=False)
     metadata = CleanedField(clean_metadata, required=False)
+    expiresAt = CleanedField(clean_expires_at, required=False, source="expires_at")
 
 
 class SignPartsRequest(StrictSerializer):

@@ -20,6 +20,7 @@ from files.events import record_file_event
 from files.models import File, IdempotencyRecord, StoredObject
 from files.services.common import Verified, discard, publish, verify
 from files.services.idempotency import MULTIPART, idempotency_claim, idempotency_remember
+from files.services.limits import limits_check, storage_reserve
 from storage_service import objectstore
 from storage_service.errors import (
     ApiError,
@@ -135,6 +136,7 @@ def upload_start(
     size: int,
     path: str | None = None,
     metadata: dict[str, Any] | None = None,
+    expires_at: datetime | None = None,
     idempotency_key: str | None = None,
     request_hash: str = "",
 ) -> StartedMultipart:
@@ -156,6 +158,7 @@ def upload_start(
         raise FileTooLarge(
             f"A multipart upload is at most {limit} bytes.", details={"maxSize": limit}
         )
+    limits = limits_check(tenant=tenant, content_type=content_type, size=size)
 
     def claim() -> IdempotencyRecord | None:
         if idempotency_key is None:
@@ -179,6 +182,7 @@ def upload_start(
             if record is not None:
                 # Another request with this key won the race; ours is dropped below.
                 raise _Superseded
+            storage_reserve(tenant=tenant, limits=limits, size=size)
             # No upload_expires_at: the single-upload expiry sweep must leave this object
             # alone; the session's own expiry governs it.
             stored = StoredObject.objects.create(
@@ -195,6 +199,7 @@ def upload_start(
                 content_type=content_type,
                 size=size,
                 metadata=metadata,
+                expires_at=expires_at,
                 current_object=stored,
             )
             session = UploadSession.objects.create(

@@ -58,7 +58,13 @@ class MultipartUploadViewSet(viewsets.ViewSet):
                     **file_links("$response.body#/data/file/id"),
                 },
             ),
-            **errors_of("FILE_TOO_LARGE", "IDEMPOTENCY_KEY_REUSED", "STORAGE_UNAVAILABLE"),
+            **errors_of(
+                "FILE_TOO_LARGE",
+                "QUOTA_EXCEEDED",
+                "CONTENT_TYPE_NOT_ALLOWED",
+                "IDEMPOTENCY_KEY_REUSED",
+                "STORAGE_UNAVAILABLE",
+            ),
         },
     )
     def create(self, request: Request) -> Response:
@@ -70,6 +76,7 @@ class MultipartUploadViewSet(viewsets.ViewSet):
             size=body["size"],
             path=body.get("path"),
             metadata=body.get("metadata"),
+            expires_at=body.get("expires_at"),
             idempotency_key=idempotency_key(request),
             request_hash=request_fingerprint(request.data),
         )
@@ -127,6 +134,7 @@ class MultipartUploadViewSet(viewsets.ViewSet):
                 "UPLOAD_PARTS_INCOMPLETE",
                 "UPLOAD_SIZE_MISMATCH",
                 "CONTENT_TYPE_MISMATCH",
+                "CONTENT_TYPE_NOT_ALLOWED",
                 "STORAGE_UNAVAILABLE",
             ),
         },

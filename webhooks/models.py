@@ -31,6 +31,7 @@ class Event(models.Model):
         FILE_DELETED = "file.deleted"
         FILE_RESTORED = "file.restored"
         FILE_PURGED = "file.purged"
+        FILE_EXPIRED = "file.expired"
         UPLOAD_INITIATED = "upload.initiated"
         UPLOAD_COMPLETED = "upload.completed"
         UPLOAD_ABORTED = "upload.aborted"

@@ -26,6 +26,7 @@ EventType = Literal[
     "file.deleted",
     "file.restored",
     "file.purged",
+    "file.expired",
     "upload.initiated",
     "upload.completed",
     "upload.aborted",

@@ -9,6 +9,7 @@ from files.services.lifecycle import file_delete, file_restore
 from files.services.replace import file_replace_complete, file_replace_start
 from files.services.sweeps import (
     PurgeReport,
+    files_expire_due,
     files_expire_pending,
     files_purge_expired,
     objects_remove_discarded,
@@ -31,6 +32,7 @@ __all__ = [
     "file_update",
     "file_upload_start",
     "files_batch",
+    "files_expire_due",
     "files_expire_pending",
     "files_purge_expired",
     "folder_delete",

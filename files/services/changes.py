@@ -27,7 +27,9 @@ from webhooks.models import Event
 
 
 def file_update(*, tenant: Tenant, file_id: str, changes: dict[str, Any]) -> File:
-    """Rename, move and/or replace metadata; one event per kind of change that happened."""
+    """Rename, move, replace metadata and/or set or clear the expiry (``expires_at``); one
+    event per kind of change that happened (an expiry change has none: ``file.expired``
+    tells when it takes effect)."""
     with transaction.atomic():
         file = lock_file(tenant, file_id)
         previous_filename, previous_path = file.filename, file.path
@@ -41,6 +43,9 @@ def file_update(*, tenant: Tenant, file_id: str, changes: dict[str, Any]) -> Fil
         if "metadata" in changes and changes["metadata"] != file.metadata:
             file.metadata = changes["metadata"]
             changed.append("metadata")
+        if "expires_at" in changes and changes["expires_at"] != file.expires_at:
+            file.expires_at = changes["expires_at"]
+            changed.append("expires_at")
         if not changed:
             return file
         file.save(update_fields=[*changed, "updated_at"])

@@ -20,6 +20,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
+from accounts.limits import limits_for, type_allowed
 from accounts.tenancy import Tenant
 from files import hooks
 from files.models import File, FileVersion, StoredObject
@@ -27,6 +28,7 @@ from storage_service import objectstore
 from storage_service.errors import (
     ApiError,
     ContentTypeMismatch,
+    ContentTypeNotAllowed,
     FileNotFound,
     FileTooLarge,
     ObjectNotFound,
@@ -151,11 +153,18 @@ def verify(stored: StoredObject) -> Verified | ApiError:
             f"The stored bytes are {sniffed.best}, not the declared {stored.declared_type}.",
             details={"declaredType": stored.declared_type, "detectedType": sniffed.best},
         )
-    return Verified(
-        size=info.size,
-        checksum=checksum_of(info),
-        sniffed_type=recorded_type(stored.declared_type, sniffed),
-    )
+    recorded = recorded_type(stored.declared_type, sniffed)
+    # The tenant's allowed types, against what the bytes really are (the declared type was
+    # checked at start; a client cannot declare its way past the list). Bytes the sniffer
+    # does not know (plain text) are what they were declared.
+    real = recorded or stored.declared_type
+    limits = limits_for(project_id=stored.project_id, mode=stored.mode)
+    if limits is not None and not type_allowed(limits.allowed_content_types, real):
+        return ContentTypeNotAllowed(
+            f"The stored bytes are {real}, which this project does not accept.",
+            details={"allowed": limits.allowed_content_types, "detectedType": real},
+        )
+    return Verified(size=info.size, checksum=checksum_of(info), sniffed_type=recorded)
 
 
 def publish(file: File, stored: StoredObject, verified: Verified, *, version: int) -> None:

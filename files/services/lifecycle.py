@@ -32,26 +32,30 @@ def file_delete(*, tenant: Tenant, file_id: str) -> File:
     """Soft delete: the bytes stay for the grace window; a pending replacement is dropped."""
     with transaction.atomic():
         file = lock_file(tenant, file_id)
-        now = timezone.now()
-        file.status_before_delete = file.status
-        file.status = Status.DELETED
-        file.deleted_at = now
-        discard(file.replacement_object)
-        file.replacement_object = None
-        file.save(
-            update_fields=[
-                "status",
-                "status_before_delete",
-                "deleted_at",
-                "replacement_object",
-                "updated_at",
-            ]
-        )
-        purge_after = now + timedelta(days=settings.SERVICE_DELETE_GRACE_DAYS)
-        record_file_event(
-            Event.Type.FILE_DELETED, file, deletedAt=iso(now), purgeAfter=iso(purge_after)
-        )
+        soft_delete(file, Event.Type.FILE_DELETED)
         return file
+
+
+def soft_delete(file: File, event: Event.Type, **extra: object) -> None:
+    """DELETE's change to a file its caller has locked, with ``event`` (``file.deleted``, or
+    the expiry sweep's ``file.expired``) carrying ``deletedAt``, ``purgeAfter`` and ``extra``."""
+    now = timezone.now()
+    file.status_before_delete = file.status
+    file.status = Status.DELETED
+    file.deleted_at = now
+    discard(file.replacement_object)
+    file.replacement_object = None
+    file.save(
+        update_fields=[
+            "status",
+            "status_before_delete",
+            "deleted_at",
+            "replacement_object",
+            "updated_at",
+        ]
+    )
+    purge_after = now + timedelta(days=settings.SERVICE_DELETE_GRACE_DAYS)
+    record_file_event(event, file, **extra, deletedAt=iso(now), purgeAfter=iso(purge_after))
 
 
 def file_restore(*, tenant: Tenant, file_id: str) -> File:
@@ -76,7 +80,17 @@ def file_restore(*, tenant: Tenant, file_id: str) -> File:
         file.status = restored_status
         file.deleted_at = None
         file.status_before_delete = ""
-        file.save(update_fields=["status", "deleted_at", "status_before_delete", "updated_at"])
+        # An expired file comes back without its expiry, or the sweep would delete it again.
+        file.expires_at = None
+        file.save(
+            update_fields=[
+                "status",
+                "deleted_at",
+                "status_before_delete",
+                "expires_at",
+                "updated_at",
+            ]
+        )
         record_file_event(Event.Type.FILE_RESTORED, file)
         return file
 

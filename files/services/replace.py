@@ -20,6 +20,7 @@ from files.services.common import (
     read_file,
     verify,
 )
+from files.services.limits import limits_check, storage_reserve
 from storage_service.errors import (
     ApiError,
     FileNotUploaded,
@@ -41,6 +42,7 @@ def file_replace_start(
     not finish it anyway); one still within its URL lifetime does (409 REPLACE_IN_PROGRESS).
     """
     check_single_put_size(size)
+    limits = limits_check(tenant=tenant, content_type=content_type, size=size)
     with transaction.atomic():
         file = lock_file(tenant, file_id)
         if file.status != Status.UPLOADED:
@@ -55,6 +57,9 @@ def file_replace_start(
                     details={"expiresAt": iso(pending.upload_expires_at)},
                 )
             discard(pending)
+        # After the discard: an expired replacement's reservation no longer counts. Lock
+        # order: the file row, then the tenant's limits row (nothing takes them the other way).
+        storage_reserve(tenant=tenant, limits=limits, size=size)
         stored = new_object(tenant, content_type=content_type, size=size)
         file.replacement_object = stored
         file.save(update_fields=["replacement_object", "updated_at"])

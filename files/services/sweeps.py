@@ -1,4 +1,5 @@
-"""The periodic sweeps: purge of expired deleted files, discarded objects, stale uploads."""
+"""The periodic sweeps: purge of expired deleted files, discarded objects, stale uploads,
+and the deletion of files whose expiry has passed."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from files.services.common import (
     Status,
     discard,
 )
+from files.services.lifecycle import soft_delete
 from storage_service import objectstore
 from storage_service.timefmt import iso
 from webhooks.models import Event
@@ -166,4 +168,40 @@ def files_expire_pending(*, now: datetime | None = None) -> int:
     IdempotencyRecord.objects.filter(
         created_at__lt=timezone.now() - timedelta(hours=settings.SERVICE_IDEMPOTENCY_TTL_HOURS)
     ).delete()
+    return expired
+
+
+def files_expire_due(*, now: datetime | None = None, limit: int | None = None) -> int:
+    """The expiry sweep: delete each file whose ``expiresAt`` has passed, as DELETE would
+    (restorable in the grace window, then purged), with ``file.expired`` instead of
+    ``file.deleted``. Returns how many it deleted.
+
+    Safe to run twice and from several processes at once, and bounded:
+
+    1. Each batch of SERVICE_EXPIRY_BATCH_SIZE due files is its own short transaction that
+       claims its rows with ``FOR UPDATE SKIP LOCKED`` (soonest expiry first, through
+       file_expiry_due): a file another sweep, or a client's DELETE or PATCH, holds is left
+       to it, and a claimed row is re-read under the lock, so it is due and not deleted.
+    2. One run stops after ``limit`` files (SERVICE_EXPIRY_MAX_PER_RUN); the next run goes
+       on from there, so a million files expiring at once never make one long transaction.
+    """
+    cutoff = now or timezone.now()
+    budget = settings.SERVICE_EXPIRY_MAX_PER_RUN if limit is None else limit
+    expired = 0
+    while expired < budget:
+        size = min(settings.SERVICE_EXPIRY_BATCH_SIZE, budget - expired)
+        with transaction.atomic():
+            batch = list(
+                File.objects.select_for_update(skip_locked=True, of=("self",))
+                .select_related("project", "replacement_object")
+                .filter(expires_at__lte=cutoff)
+                .exclude(status=Status.DELETED)
+                .order_by("expires_at")[:size]
+            )
+            for file in batch:
+                expires_at = file.expires_at
+                soft_delete(file, Event.Type.FILE_EXPIRED, expiresAt=iso(expires_at))
+        expired += len(batch)
+        if len(batch) < size:
+            break
     return expired

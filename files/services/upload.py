@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from datetime import datetime
 from typing import Any
 
-from django.db import connection, transaction
+import psycopg
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Model
 from django.db.models.sql import InsertQuery
 
@@ -26,6 +28,7 @@ from files.services.common import (
     verify,
 )
 from files.services.idempotency import SINGLE, idempotency_claim, idempotency_remember
+from files.services.limits import limits_check, storage_reserve
 from storage_service import objectstore
 from storage_service.errors import (
     ApiError,
@@ -45,12 +48,15 @@ def file_upload_start(
     size: int,
     path: str | None = None,
     metadata: dict[str, Any] | None = None,
+    expires_at: datetime | None = None,
     idempotency_key: str | None = None,
     request_hash: str = "",
 ) -> StartedUpload:
     """Create a pending file and presign the PUT of its bytes.
 
-    1. Refuse sizes above the single-PUT limit (413; larger files use multipart).
+    1. Refuse sizes above the single-PUT limit (413; larger files use multipart), and what
+       the tenant's limits refuse (413, 422); under a storage limit, reserve the size (403
+       when it does not fit) in the transaction that inserts the pending object.
     2. With an Idempotency-Key: serialize requests with that key (advisory lock), and replay
        the first request's file and upload descriptor if the body is the same; a different
        body under the same key is refused.
@@ -58,18 +64,33 @@ def file_upload_start(
     """
     check_single_put_size(size)
     if idempotency_key is None:
-        return _upload_start_one_statement(
-            tenant=tenant,
-            filename=filename,
-            content_type=content_type,
-            size=size,
-            path=path,
-            metadata=metadata,
-        )
+        arguments: dict[str, Any] = {
+            "tenant": tenant,
+            "filename": filename,
+            "content_type": content_type,
+            "size": size,
+            "path": path,
+            "metadata": metadata,
+            "expires_at": expires_at,
+        }
+        try:
+            # Most tenants have no limits: the statement itself checks that, at no extra
+            # round trip, and refuses (writing nothing) for a tenant that has some.
+            return _upload_start_one_statement(**arguments, unlimited_only=True)
+        except TenantLimited:
+            pass
+        limits = limits_check(tenant=tenant, content_type=content_type, size=size)
+        # A tenant with a storage limit reserves in the statement's own transaction.
+        reserving = limits is not None and limits.max_storage_bytes is not None
+        with transaction.atomic() if reserving else nullcontext():
+            storage_reserve(tenant=tenant, limits=limits, size=size)
+            return _upload_start_one_statement(**arguments)
+    limits = limits_check(tenant=tenant, content_type=content_type, size=size)
     with transaction.atomic():
         replay = _idempotent_replay(tenant, idempotency_key, request_hash)
         if replay is not None:
             return replay
+        storage_reserve(tenant=tenant, limits=limits, size=size)
         stored = new_object(tenant, content_type=content_type, size=size)
         file = File.objects.create(
             **tenant.owner(),
@@ -78,6 +99,7 @@ def file_upload_start(
             content_type=content_type,
             size=size,
             metadata=metadata,
+            expires_at=expires_at,
             current_object=stored,
         )
         upload = presign_upload(stored)
@@ -98,6 +120,11 @@ def file_upload_start(
     return StartedUpload(file=file, upload=upload)
 
 
+class TenantLimited(Exception):
+    """The tenant has limits, which an ``unlimited_only`` statement does not check: nothing
+    was written."""
+
+
 def _upload_start_one_statement(
     *,
     tenant: Tenant,
@@ -106,12 +133,18 @@ def _upload_start_one_statement(
     size: int,
     path: str | None,
     metadata: dict[str, Any] | None,
+    expires_at: datetime | None = None,
+    unlimited_only: bool = False,
 ) -> StartedUpload:
     """An upload start without an Idempotency-Key in ONE statement: the stored object's and
     the file's INSERTs (as the ORM's ``create`` would send them) as CTEs of the
     ``file.created`` event's statement. A single statement commits or fails as a whole, so
     the change and its event still commit together, with neither BEGIN nor COMMIT: one round
-    trip instead of five."""
+    trip instead of five.
+
+    ``unlimited_only``: the statement also checks that the tenant has no limits row (the
+    stored object takes its declared type from a CTE that is empty when it has one, which its
+    NOT NULL refuses); TenantLimited when it has, for the caller to check them first."""
     stored = new_object(tenant, content_type=content_type, size=size, save=False)
     file = File(
         **tenant.owner(),
@@ -120,18 +153,36 @@ def _upload_start_one_statement(
         content_type=content_type,
         size=size,
         metadata=metadata,
+        expires_at=expires_at,
         current_object=stored,
     )
-    stored_sql, stored_params = _insert_sql(stored, returning="id")
+    unlimited, unlimited_params, checked = "", [], {}
+    if unlimited_only:
+        unlimited = (
+            "unlimited AS (SELECT %s::varchar AS declared_type WHERE NOT EXISTS ("
+            "SELECT 1 FROM accounts_projectlimits WHERE project_id = %s AND mode = %s)), "
+        )
+        unlimited_params = [content_type, tenant.project_id, tenant.mode]
+        checked = {"declared_type": "(SELECT declared_type FROM unlimited)"}
+    stored_sql, stored_params = _insert_sql(stored, expressions=checked, returning="id")
     file_sql, file_params = _insert_sql(
         file, expressions={"current_object_id": "(SELECT id FROM stored)"}
     )
     change = ChangeSql(
-        ctes=f"stored AS ({stored_sql}), file AS ({file_sql}), ",
-        params=[*stored_params, *file_params],
+        ctes=f"{unlimited}stored AS ({stored_sql}), file AS ({file_sql}), ",
+        params=[*unlimited_params, *stored_params, *file_params],
         returning=("(SELECT id FROM stored)",),
     )
-    _, (stored.id,) = record_file_event_with_change(Event.Type.FILE_CREATED, file, change)
+    # Inside a transaction (a caller's, or a test's) a refused statement would abort it: a
+    # savepoint keeps it usable. Outside one, the statement is its own transaction.
+    guard = transaction.atomic() if checked and connection.in_atomic_block else nullcontext()
+    try:
+        with guard:
+            _, (stored.id,) = record_file_event_with_change(Event.Type.FILE_CREATED, file, change)
+    except IntegrityError as exc:
+        if unlimited_only and _refused_column(exc.__cause__, "declared_type"):
+            raise TenantLimited from exc
+        raise
     file.current_object = stored  # now with its id
     return StartedUpload(file=file, upload=presign_upload(stored))
 
@@ -166,6 +217,16 @@ def _insert_sql(
         sql += f" RETURNING {connection.ops.quote_name(returning)}"
     obj._state.adding, obj._state.db = False, connection.alias
     return sql, list(params)
+
+
+def _refused_column(error: BaseException | None, column: str) -> bool:
+    """The stored object's ``column`` refused as NULL: its declared type when the tenant was
+    not ``unlimited``."""
+    return (
+        isinstance(error, psycopg.errors.NotNullViolation)
+        and error.diag.table_name == "files_storedobject"
+        and error.diag.column_name == column
+    )
 
 
 def _idempotent_replay(tenant: Tenant, key: str, request_hash: str) -> StartedUpload | None:

@@ -519,6 +519,18 @@ CELERY_BEAT_SCHEDULE["clear-expired-sessions"] = {
     "task": "storage_service.tasks.clear_expired_sessions",
     "schedule": env_int("SERVICE_CLEAR_SESSIONS_INTERVAL_SECONDS", 86400, minimum=60),
 }
+# --- Expiry and limits -----------------------------------------------------------------------
+# expiresAt may be at most this many days ahead.
+SERVICE_MAX_EXPIRY_DAYS = env_int("SERVICE_MAX_EXPIRY_DAYS", 3650, minimum=1)
+# The expiry sweep deletes expired files in transactions of this many, at most this many per
+# run: a million files expiring at once are deleted over successive runs, none of them long.
+SERVICE_EXPIRY_BATCH_SIZE = env_int("SERVICE_EXPIRY_BATCH_SIZE", 200, minimum=1)
+SERVICE_EXPIRY_MAX_PER_RUN = env_int("SERVICE_EXPIRY_MAX_PER_RUN", 20000, minimum=1)
+# Often enough that a file is deleted within a minute after it expires.
+CELERY_BEAT_SCHEDULE["expire-files"] = {
+    "task": "files.tasks.expire_files",
+    "schedule": env_int("SERVICE_EXPIRY_INTERVAL_SECONDS", 30, minimum=1),
+}
 
 # Jobs (folder move, delete, restore): files changed per batch (one transaction each, with
 # their events), how long a run holds a job before another may take it over (renewed with

@@ -16,7 +16,7 @@ from tests.factories import Actor, make_actor
 from tests.helpers import start_upload, uploaded_file
 
 
-def test_storage_counts_live_objects_once_and_bandwidth_totals_and_recent_days(
+def test_storage_counts_stored_objects_once_and_bandwidth_totals_and_recent_days(
     owner: Actor, sibling: Actor
 ) -> None:
     first = uploaded_file(owner, b"abc", contentType="text/plain")
@@ -37,7 +37,7 @@ def test_storage_counts_live_objects_once_and_bandwidth_totals_and_recent_days(
     usage = project_usage(owner.tenant)
 
     # Two objects of 3 and 5 bytes: the copy shares the first one's object.
-    assert (usage.storage_bytes, usage.live_objects) == (8, 2)
+    assert (usage.storage_bytes, usage.stored_objects) == (8, 2)
     assert (usage.bandwidth_bytes, usage.downloads) == (8500, 5)
     assert (usage.recent_bandwidth_bytes, usage.recent_downloads) == (1500, 2)
 

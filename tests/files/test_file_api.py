@@ -146,9 +146,10 @@ def test_upload_answer_has_the_contract_shape(owner: Actor) -> None:
     assert set(body["upload"]) == {"url", "method", "headers", "expiresAt"}
     assert set(body["file"]) == {
         "id", "filename", "path", "contentType", "size", "status", "version", "metadata",
-        "createdAt", "updatedAt",
+        "createdAt", "updatedAt", "expiresAt",
     }  # fmt: skip
     assert body["file"]["version"] == 1
+    assert body["file"]["expiresAt"] is None
 
 
 def test_the_single_read_answers_what_the_list_answers(owner: Actor) -> None:

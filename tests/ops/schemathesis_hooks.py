@@ -10,6 +10,8 @@ each is tested directly elsewhere.
   once (tests/jobs/).
 - ``metadata`` is at most SERVICE_MAX_METADATA_BYTES as compact UTF-8 JSON (the document's
   ``x-maxSerializedBytes``); JSON Schema cannot measure a serialization.
+- ``expiresAt`` must be in the future and at most SERVICE_MAX_EXPIRY_DAYS ahead: a moment
+  JSON Schema cannot compare with the clock (tests/files/test_expiry.py).
 
 And one failure that is not one: ``DELETE /v1/files/{id}`` is a soft delete that
 ``POST /v1/files/{id}/restore`` undoes (the contract's trash). schemathesis counts only a POST
@@ -23,6 +25,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import schemathesis
@@ -30,6 +33,7 @@ from schemathesis import GenerationMode
 from schemathesis.openapi.checks import UseAfterFree
 
 METADATA_BYTES = 8192  # the default of SERVICE_MAX_METADATA_BYTES, which the test server uses
+EXPIRY_DAYS = 3650  # the default of SERVICE_MAX_EXPIRY_DAYS
 
 
 def _positive(case: Any) -> bool:
@@ -53,6 +57,23 @@ def _repeats_a_part(body: Any) -> bool:
     return len(numbers) != len(set(numbers))
 
 
+def _expiry_out_of_range(body: Any) -> bool:
+    """An expiresAt the server refuses for its moment alone (past, or too far ahead), with a
+    minute's margin each way for the time the request takes."""
+    value = body.get("expiresAt") if isinstance(body, dict) else None
+    if not isinstance(value, str):
+        return False
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return False  # not a date the schema allows either: the server's 400 is right
+    if moment.tzinfo is None:
+        return False
+    now = datetime.now(UTC)
+    margin = timedelta(minutes=1)
+    return not now + margin < moment < now + timedelta(days=EXPIRY_DAYS) - margin
+
+
 def _moves_into_itself(body: Any) -> bool:
     if not isinstance(body, dict) or not isinstance(body.get("from"), str):
         return False
@@ -66,7 +87,9 @@ def _batch_breaks_a_rule(body: Any) -> bool:
         return False
     items = [item for item in operations if isinstance(item, dict)]
     ids = [str(item.get("id")) for item in items]
-    return len(ids) != len(set(ids)) or any(_metadata_too_big(item) for item in items)
+    return len(ids) != len(set(ids)) or any(
+        _metadata_too_big(item) or _expiry_out_of_range(item) for item in items
+    )
 
 
 @schemathesis.hook
@@ -78,6 +101,7 @@ def filter_case(context: Any, case: Any) -> bool:
     return not (
         _metadata_too_big(case.body)
         or _repeats_a_part(case.body)
+        or _expiry_out_of_range(case.body)
         or _moves_into_itself(case.body)
         or _batch_breaks_a_rule(case.body)
     )

@@ -135,9 +135,12 @@ def test_a_connection_postgresql_closed_is_not_reused() -> None:
         assert cursor.fetchone() == (1,)
 
 
+@pytest.mark.django_db(transaction=True)
 def test_upload_start_writes_its_change_and_event_in_one_statement(owner: Actor) -> None:
     """The key lookup, then ONE statement for the stored object, the file, the file.created
-    event and its deliveries."""
+    event and its deliveries: no savepoint, no INSERT of its own for each. Outside a test's
+    transaction, as a request runs: inside one, the statement's checks (the key still
+    active, the tenant without limits) need a savepoint."""
     with override_settings(SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS=True):
         endpoint_create(tenant=owner.tenant, url="http://127.0.0.1:9/hook", events=None)
     with CaptureQueriesContext(connection) as queries:

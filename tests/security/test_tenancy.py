@@ -253,12 +253,12 @@ def test_usage_is_counted_per_mode(world: World) -> None:
     world.live.ok("POST", f"/v1/files/{world.ids['file']}/download-url", {})
     live = project_usage(Tenant(project=project, mode=ApiKey.Environment.LIVE))
     test = project_usage(Tenant(project=project, mode=ApiKey.Environment.TEST))
-    assert (test.storage_bytes, test.live_objects, test.bandwidth_bytes, test.downloads) == (
+    assert (test.storage_bytes, test.stored_objects, test.bandwidth_bytes, test.downloads) == (
         5,
         1,
         5,
         1,
     )
     # Live also stores the image's variants if a worker has made them meanwhile.
-    assert live.storage_bytes >= len(png_bytes()) and live.live_objects >= 1
+    assert live.storage_bytes >= len(png_bytes()) and live.stored_objects >= 1
     assert (live.bandwidth_bytes, live.downloads) == (len(png_bytes()), 1)

@@ -81,6 +81,8 @@ def file_details(file: File) -> None:
     ]
     if file.deleted_at:
         rows.append(("deleted", file.deleted_at.isoformat()))
+    if file.expires_at:
+        rows.append(("expires", file.expires_at.isoformat()))
     if file.metadata:
         rows.append(("metadata", json.dumps(file.metadata, ensure_ascii=False)))
     for label, value in rows:
@@ -149,14 +151,14 @@ class JobBar:
 # --- Subcommands ------------------------------------------------------------------------------
 
 
-def parse_metadata(items: Sequence[str]) -> dict[str, str] | None:
+def parse_metadata(items: Sequence[str], flag: str = "--metadata") -> dict[str, str] | None:
     if not items:
         return None
     metadata: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            fail(f"--metadata takes key=value, not {item!r}")
+            fail(f"{flag} takes key=value, not {item!r}")
         metadata[key] = value
     return metadata
 
@@ -179,6 +181,7 @@ def cmd_upload(client: Client, args: argparse.Namespace) -> int:
                 metadata=metadata,
                 content_type=args.content_type,
                 progress=bar,
+                expires_at=args.expires_at,
             )
         except StorageError as exc:
             bar.close()
@@ -220,12 +223,23 @@ def cmd_ls(client: Client, args: argparse.Namespace) -> int:
         path = path.strip("/")
     if not args.search and not args.deleted:
         folders = list(client.folders.list(parent=path or None))
+    meta = parse_metadata(args.meta or [], flag="--meta") or {}
+    if args.recursive or meta:
+        folders = []  # the files of a whole tree, or those matching: no folder rows
+    if args.recursive:
+        listed_path = path or None  # no path: the whole tree from the root
+    elif path is not None or not (args.search or args.deleted or meta):
+        listed_path = path or "/"
+    else:
+        listed_path = None
     files = list(
         client.files.list(
-            path=(path or "/") if path is not None or not (args.search or args.deleted) else None,
+            path=listed_path,
             search=args.search,
             status="deleted" if args.deleted else None,
             page_size=100,
+            metadata=meta,
+            recursive=bool(args.recursive and listed_path),
         )
     )
     if args.json:
@@ -235,6 +249,29 @@ def cmd_ls(client: Client, args: argparse.Namespace) -> int:
         print(f"{folder.path}/  ({folder.file_count} files)")
     for file in files:
         print(file_line(file))
+    return 0
+
+
+def cmd_usage(client: Client, args: argparse.Namespace) -> int:
+    usage = client.usage()
+    if args.json:
+        emit_json(usage.raw)
+        return 0
+    limits = usage.limits
+
+    def limit(value: int | None) -> str:
+        return "no limit" if value is None else f"{value} ({human_size(value)})"
+
+    rows = [
+        ("storage", f"{usage.storage_bytes} ({human_size(usage.storage_bytes)})"),
+        ("files", str(usage.files)),
+        (f"bandwidth {usage.bandwidth_month}", human_size(usage.bandwidth_bytes)),
+        ("max storage", limit(limits.max_storage_bytes)),
+        ("max file size", limit(limits.max_file_size_bytes)),
+        ("allowed types", ", ".join(limits.allowed_content_types or []) or "any"),
+    ]
+    for label, value in rows:
+        print(f"{label + ':':<19}{value}")
     return 0
 
 
@@ -470,6 +507,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--path", help="folder to upload into (default: the root)")
     sub.add_argument("--metadata", nargs="*", metavar="KEY=VALUE", help="custom metadata")
     sub.add_argument("--content-type", help="default: guessed from the file name")
+    sub.add_argument(
+        "--expires-at",
+        metavar="TIME",
+        help="delete the files then (ISO 8601 UTC, e.g. 2027-01-31T00:00:00Z)",
+    )
 
     sub = add("resume", cmd_resume, "finish an interrupted upload from the same file")
     sub.add_argument("upload_id", metavar="UPLOAD_ID")
@@ -479,6 +521,21 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("path", nargs="?", metavar="PATH")
     sub.add_argument("--search", help="files whose name contains this (every folder)")
     sub.add_argument("--deleted", action="store_true", help="list the trash instead")
+    sub.add_argument(
+        "--meta",
+        action="append",
+        metavar="KEY=VALUE",
+        help="only files whose metadata has KEY equal to VALUE (repeat: all must match; "
+        "a number or true/false matches the stored number or boolean too)",
+    )
+    sub.add_argument(
+        "-r",
+        "--recursive",
+        action="store_true",
+        help="the files of PATH and of every folder below it (no PATH: every file)",
+    )
+
+    sub = add("usage", cmd_usage, "show what this key's mode stores and downloads, and its limits")
 
     sub = add("info", cmd_info, "show a file")
     sub.add_argument("id", metavar="ID")

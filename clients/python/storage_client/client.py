@@ -3,10 +3,12 @@ variants, webhooks)."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -33,6 +35,7 @@ from storage_client.models import (
     PresignedPart,
     PresignedUpload,
     UploadPart,
+    Usage,
     Variant,
 )
 from storage_client.webhooks import Webhooks
@@ -111,6 +114,10 @@ class Client:
         body: dict[str, Any] = self._api.request("GET", "/me")["data"]
         return body
 
+    def usage(self) -> Usage:
+        """What this key's mode stores and downloaded this month, and its limits."""
+        return Usage.from_json(self._api.request("GET", "/usage")["data"])
+
     def close(self) -> None:
         self._api.close()
         self._store.close()
@@ -144,8 +151,11 @@ class Files(_Resource):
         content_type: str | None = None,
         progress: Progress | None = None,
         idempotency_key: str | None = None,
+        expires_at: datetime | str | None = None,
     ) -> File:
         """Upload a path or a binary file object; returns the file, already ``uploaded``.
+        With ``expires_at`` (an aware datetime, or an ISO 8601 UTC string) the file deletes
+        itself then.
 
         Below the client's ``multipart_threshold`` the bytes go up in one PUT, otherwise in
         parallel parts. The upload's creation carries an ``Idempotency-Key`` (a new random
@@ -164,6 +174,7 @@ class Files(_Resource):
                 "path": path,
                 "metadata": metadata,
                 "idempotency_key": idempotency_key or f"sdk-{uuid.uuid4().hex}",
+                "expires_at": expires_at,
             }
             if src.size < self._client.multipart_threshold:
                 file, target = self.start_upload(**declared)
@@ -191,13 +202,14 @@ class Files(_Resource):
         path: str | None = None,
         metadata: dict[str, Any] | None = None,
         idempotency_key: str | None = None,
+        expires_at: datetime | str | None = None,
     ) -> tuple[File, PresignedUpload]:
         """Step 1 of a single upload whose bytes come from elsewhere (a browser): a pending
         file and where to PUT its bytes. Then ``complete(file.id)``."""
         started = self._api.request(
             "POST",
             "/files/upload",
-            json=_declared(filename, content_type, size, path, metadata),
+            json=_declared(filename, content_type, size, path, metadata, expires_at),
             headers=_key_header(idempotency_key),
             idempotent=idempotency_key is not None,
         )
@@ -235,14 +247,19 @@ class Files(_Resource):
         sort_by: str | None = None,
         order: str | None = None,
         page_size: int | None = None,
+        metadata: Mapping[str, str | int | float | bool] | None = None,
+        recursive: bool = False,
     ) -> Iterator[File]:
         """Every matching file, page after page (fetched as the iteration goes).
 
-        ``path`` is an exact folder (``"/"`` for the root); deleted files appear only with
-        ``status="deleted"``. ``sort_by`` is ``createdAt``, ``updatedAt``, ``filename`` or
-        ``size`` (or their snake_case names).
+        ``path`` is an exact folder (``"/"`` for the root), or with ``recursive=True`` the
+        folder and every folder below it; deleted files appear only with
+        ``status="deleted"``. ``metadata`` keeps files whose metadata has each key with that
+        value (up to 10, all must match; ``{"year": 2026}`` matches 2026 and "2026").
+        ``sort_by`` is ``createdAt``, ``updatedAt``, ``filename`` or ``size`` (or their
+        snake_case names).
         """
-        params = {
+        params: dict[str, Any] = {
             "path": path,
             "status": status,
             "search": search,
@@ -250,6 +267,8 @@ class Files(_Resource):
             "sortBy": _camel(sort_by) if sort_by else None,
             "order": order,
             "limit": page_size,
+            "recursive": "true" if recursive else None,
+            **_metadata_filters(metadata or {}),
         }
         for item in self._api.pages("/files", params):
             yield File.from_json(item)
@@ -261,9 +280,10 @@ class Files(_Resource):
         filename: str | ellipsis = ...,
         path: str | ellipsis | None = ...,
         metadata: dict[str, Any] | ellipsis | None = ...,
+        expires_at: datetime | str | ellipsis | None = ...,
     ) -> File:
-        """Rename, move (``path=None`` is the root) or replace the metadata (``None``
-        clears it). Arguments left out are unchanged."""
+        """Rename, move (``path=None`` is the root), replace the metadata (``None`` clears
+        it) or set the expiry (``None``: never). Arguments left out are unchanged."""
         body: dict[str, Any] = {}
         if filename is not ...:
             body["filename"] = filename
@@ -271,8 +291,10 @@ class Files(_Resource):
             body["path"] = path
         if metadata is not ...:
             body["metadata"] = metadata
+        if expires_at is not ...:
+            body["expiresAt"] = None if expires_at is None else _timestamp(expires_at)
         if not body:
-            raise ValueError("give at least one of filename, path, metadata")
+            raise ValueError("give at least one of filename, path, metadata, expires_at")
         return File.from_json(self._api.request("PATCH", f"/files/{file_id}", json=body))
 
     def copy(self, file_id: str, *, filename: str | None = None, path: str | None = None) -> File:
@@ -369,13 +391,43 @@ def _declared(
     size: int,
     path: str | None,
     metadata: dict[str, Any] | None,
+    expires_at: datetime | str | None = None,
 ) -> dict[str, Any]:
     body: dict[str, Any] = {"filename": filename, "contentType": content_type, "size": size}
     if path is not None:
         body["path"] = path
     if metadata is not None:
         body["metadata"] = metadata
+    if expires_at is not None:
+        body["expiresAt"] = _timestamp(expires_at)
     return body
+
+
+def _timestamp(value: datetime | str) -> str:
+    """An expiry as the API takes it: ISO 8601 UTC. A naive datetime is refused rather than
+    guessed at (local time or UTC?)."""
+    if isinstance(value, str):
+        return value
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError("expires_at must be an aware datetime (e.g. with tzinfo=timezone.utc)")
+    return value.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _metadata_filters(metadata: Mapping[str, str | int | float | bool]) -> dict[str, str]:
+    """``metadata[key]=value`` query parameters: a string as is, a number or boolean as its
+    JSON text (``True`` is ``true``), which matches the stored number or boolean too."""
+    params: dict[str, str] = {}
+    for key, value in metadata.items():
+        if isinstance(value, bool):
+            text = "true" if value else "false"
+        elif isinstance(value, (int, float)):
+            text = json.dumps(value)
+        elif isinstance(value, str):
+            text = value
+        else:
+            raise TypeError(f"metadata[{key!r}] must be a string, number or boolean")
+        params[f"metadata[{key}]"] = text
+    return params
 
 
 def _key_header(idempotency_key: str | None) -> dict[str, str]:
@@ -516,12 +568,13 @@ class Uploads(_Resource):
         path: str | None = None,
         metadata: dict[str, Any] | None = None,
         idempotency_key: str | None = None,
+        expires_at: datetime | str | None = None,
     ) -> tuple[File, MultipartSession]:
         """Start a session: a pending file, and a presigned PUT URL for every part."""
         data = self._api.request(
             "POST",
             "/uploads/multipart",
-            json=_declared(filename, content_type, size, path, metadata),
+            json=_declared(filename, content_type, size, path, metadata, expires_at),
             headers=_key_header(idempotency_key),
             idempotent=idempotency_key is not None,
         )["data"]

@@ -75,6 +75,7 @@ class File:
     uploaded_at: datetime | None = None
     checksum: str | None = None
     deleted_at: datetime | None = None
+    expires_at: datetime | None = None  # when it deletes itself; None: never
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -93,6 +94,7 @@ class File:
             uploaded_at=_optional_time(data, "uploadedAt"),
             checksum=_optional_str(data, "checksum"),
             deleted_at=_optional_time(data, "deletedAt"),
+            expires_at=_optional_time(data, "expiresAt"),
             raw=dict(data),
         )
 
@@ -336,6 +338,49 @@ class MultipartSession:
             parts=[PresignedPart.from_json(p) for p in data.get("parts") or []],
             expires_at=_time(data, "expiresAt"),
             created_at=_optional_time(data, "createdAt"),
+            raw=dict(data),
+        )
+
+
+@dataclass(frozen=True)
+class UsageLimits:
+    """The project's limits in this mode; None where staff set none."""
+
+    max_storage_bytes: int | None
+    max_file_size_bytes: int | None
+    allowed_content_types: list[str] | None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> UsageLimits:
+        allowed = data.get("allowedContentTypes")
+        return cls(
+            max_storage_bytes=_optional_int(data, "maxStorageBytes"),
+            max_file_size_bytes=_optional_int(data, "maxFileSizeBytes"),
+            allowed_content_types=[str(t) for t in allowed] if allowed is not None else None,
+        )
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What this key's mode stores (every version, the trash until purged, variants) and
+    downloaded this month, and its limits."""
+
+    storage_bytes: int
+    files: int
+    bandwidth_month: str  # YYYY-MM (UTC)
+    bandwidth_bytes: int
+    limits: UsageLimits
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Usage:
+        storage, bandwidth = data["storage"], data["bandwidth"]
+        return cls(
+            storage_bytes=int(storage["bytes"]),
+            files=int(storage["files"]),
+            bandwidth_month=str(bandwidth["month"]),
+            bandwidth_bytes=int(bandwidth["bytes"]),
+            limits=UsageLimits.from_json(data.get("limits") or {}),
             raw=dict(data),
         )
 
