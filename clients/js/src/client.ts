@@ -117,6 +117,11 @@ export class StorageClient {
     this.webhooks = new Webhooks(this.api);
   }
 
+  /** What the project stores and serves in the key's mode, and its limits (null when unset). */
+  async usage(): Promise<Schemas["Usage"]> {
+    return (await this.api.request<Schemas["UsageData"]>("GET", "/usage")).data;
+  }
+
   /** The project, organization and API key this client authenticates as. */
   async me(): Promise<Me> {
     return (await this.api.request<Schemas["MeData"]>("GET", "/me")).data;
@@ -130,6 +135,8 @@ export interface Declared {
   size: number;
   path?: string | null;
   metadata?: Record<string, unknown> | null;
+  /** When the service deletes it (restorable in the grace window); must be in the future. */
+  expiresAt?: string | Date | null;
   /** Sent as `Idempotency-Key`: a retry with the same key never makes a second file. */
   idempotencyKey?: string;
 }
@@ -138,6 +145,7 @@ export interface UploadOptions {
   filename?: string;
   path?: string | null;
   metadata?: Record<string, unknown> | null;
+  expiresAt?: string | Date | null;
   contentType?: string;
   onProgress?: OnProgress;
   /** A stream's length: its parts are then read as they go instead of all at once. */
@@ -156,8 +164,11 @@ export interface ListOptions {
   order?: "asc" | "desc";
   /** Files per page fetched. */
   limit?: number;
-  /** Any other query parameter the list takes (`recursive`, `metadata[key]`...). */
-  [parameter: string]: string | number | boolean | undefined;
+  /** With `path`: that folder and every folder below it. */
+  recursive?: boolean;
+  /** Files whose metadata has each key with this value (`{ year: 2026 }` matches 2026 and
+   * "2026"); up to 10, all must match. */
+  metadata?: Record<string, string | number | boolean>;
 }
 
 function declaredBody(declared: Declared): Record<string, unknown> {
@@ -168,7 +179,12 @@ function declaredBody(declared: Declared): Record<string, unknown> {
   };
   if (declared.path !== undefined) body.path = declared.path;
   if (declared.metadata !== undefined) body.metadata = declared.metadata;
+  if (declared.expiresAt !== undefined) body.expiresAt = isoOrNull(declared.expiresAt);
   return body;
+}
+
+function isoOrNull(when: string | Date | null): string | null {
+  return when instanceof Date ? when.toISOString() : when;
 }
 
 function keyHeader(key: string | undefined): Record<string, string> | undefined {
@@ -215,6 +231,7 @@ export class Files extends Resource {
         size: src.size,
         path: options.path,
         metadata: options.metadata,
+        expiresAt: options.expiresAt,
         idempotencyKey: options.idempotencyKey ?? (await newKey()),
       };
       if (src.size < this.client.settings.multipartThreshold) {
@@ -274,15 +291,20 @@ export class Files extends Resource {
    * `for await (const file of client.files.list({ path: "/" }))`. Deleted files appear
    * only with `status: "deleted"`. */
   list(options: ListOptions = {}): AsyncGenerator<StoredFile> {
-    return this.api.pages<StoredFile>("/files", options);
+    const { metadata, ...query } = options;
+    const params: Record<string, string | number | boolean | undefined> = { ...query };
+    for (const [key, value] of Object.entries(metadata ?? {})) params[`metadata[${key}]`] = value;
+    return this.api.pages<StoredFile>("/files", params);
   }
 
   /** Rename, move (`path: null` is the root) or replace the metadata (`null` clears it). */
   async update(
     fileId: string,
-    changes: Schemas["UpdateRequest"] & { expiresAt?: string | null },
+    changes: Omit<Schemas["UpdateRequest"], "expiresAt"> & { expiresAt?: string | Date | null },
   ): Promise<StoredFile> {
-    return this.api.request<StoredFile>("PATCH", `/files/${fileId}`, { json: changes });
+    const json: Record<string, unknown> = { ...changes };
+    if (changes.expiresAt !== undefined) json.expiresAt = isoOrNull(changes.expiresAt);
+    return this.api.request<StoredFile>("PATCH", `/files/${fileId}`, { json });
   }
 
   /** A new file sharing the same bytes (no byte is copied). */

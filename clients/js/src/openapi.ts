@@ -65,9 +65,7 @@ export interface paths {
         };
         /**
          * Get a file
-         * @description The contract's "Files" section. GET one file and upload start have fast lanes in
-         *     front of these views (files/fastviews.py), which hand them every request they do not
-         *     serve.
+         * @description The contract's "Files" section.
          */
         get: operations["files_retrieve"];
         put?: never;
@@ -81,9 +79,7 @@ export interface paths {
         head?: never;
         /**
          * Rename, move, or replace the metadata
-         * @description The contract's "Files" section. GET one file and upload start have fast lanes in
-         *     front of these views (files/fastviews.py), which hand them every request they do not
-         *     serve.
+         * @description The contract's "Files" section.
          */
         patch: operations["files_partial_update"];
         trace?: never;
@@ -119,9 +115,7 @@ export interface paths {
         put?: never;
         /**
          * Copy a file (shares the stored bytes)
-         * @description The contract's "Files" section. GET one file and upload start have fast lanes in
-         *     front of these views (files/fastviews.py), which hand them every request they do not
-         *     serve.
+         * @description The contract's "Files" section.
          */
         post: operations["files_copy"];
         delete?: never;
@@ -516,6 +510,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What this mode stores and downloads, and its limits
+         * @description `storage.bytes` is what the store holds for the key's mode: every version, the trash until it is purged, and variants; a copy shares its source's bytes. `bandwidth` counts the bytes of download URLs issued this UTC month. A limit staff have not set is null.
+         */
+        get: operations["identity_get_2"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhooks": {
         parameters: {
             query?: never;
@@ -648,6 +662,12 @@ export interface components {
             /** @description Run in order, each as its single endpoint (`PATCH`, `DELETE`, `…/restore`, `…/copy`). An id may appear once. */
             operations: ({
                 /**
+                 * Format: date-time
+                 * @description When the file deletes itself (as DELETE would; restorable in the grace window), as an ISO 8601 UTC timestamp (`Z` or `+00:00`). It must be in the future and at most 3650 days ahead (`SERVICE_MAX_EXPIRY_DAYS`); null means never.
+                 * @example 2027-01-31T00:00:00.000Z
+                 */
+                expiresAt?: string | null;
+                /**
                  * @description A name, not a path: no '/', '\', control characters or invisible and text-direction characters (U+061C, U+180E, U+200B-U+200F, U+202A-U+202E, U+2060-U+2064, U+2066-U+2069, U+FEFF), not only whitespace, not '.' or '..'. At most 255 characters (`SERVICE_MAX_FILENAME_LENGTH`) and at most 1024 bytes as UTF-8.
                  * @example report.pdf
                  */
@@ -773,7 +793,7 @@ export interface components {
              */
             createdAt: string;
             /** @enum {string} */
-            type: "file.created" | "file.uploaded" | "file.downloaded" | "file.replaced" | "file.copied" | "file.renamed" | "file.moved" | "file.metadata_updated" | "file.processed" | "file.processing_failed" | "file.deleted" | "file.restored" | "file.purged" | "upload.initiated" | "upload.completed" | "upload.aborted" | "webhook_endpoint.disabled" | "folder.moved" | "folder.deleted" | "folder.restored";
+            type: "file.created" | "file.uploaded" | "file.downloaded" | "file.replaced" | "file.copied" | "file.renamed" | "file.moved" | "file.metadata_updated" | "file.processed" | "file.processing_failed" | "file.deleted" | "file.restored" | "file.purged" | "file.expired" | "upload.initiated" | "upload.completed" | "upload.aborted" | "webhook_endpoint.disabled" | "folder.moved" | "folder.deleted" | "folder.restored";
         };
         /** @description A keyset page: the items, and how to ask for the next page. */
         DeliveryPaged: {
@@ -812,7 +832,7 @@ export interface components {
          */
         EndpointCreateRequest: {
             /** @description The event types to send; omit it to receive every type (including types added later). */
-            events?: ("file.created" | "file.uploaded" | "file.downloaded" | "file.replaced" | "file.copied" | "file.renamed" | "file.moved" | "file.metadata_updated" | "file.processed" | "file.processing_failed" | "file.deleted" | "file.restored" | "file.purged" | "upload.initiated" | "upload.completed" | "upload.aborted" | "webhook_endpoint.disabled" | "folder.moved" | "folder.deleted" | "folder.restored")[];
+            events?: ("file.created" | "file.uploaded" | "file.downloaded" | "file.replaced" | "file.copied" | "file.renamed" | "file.moved" | "file.metadata_updated" | "file.processed" | "file.processing_failed" | "file.deleted" | "file.restored" | "file.purged" | "file.expired" | "upload.initiated" | "upload.completed" | "upload.aborted" | "webhook_endpoint.disabled" | "folder.moved" | "folder.deleted" | "folder.restored")[];
             /**
              * @description http(s); an ASCII host name, an IPv4 address or a bracketed IPv6 address; an optional port, path and query; no credentials, fragment or spaces. Unless the deployment allows private networks, the host must resolve, and only to public addresses (checked again at every delivery).
              * @example https://example.com/hooks/storage
@@ -844,9 +864,9 @@ export interface components {
             /** @example evt_01m80p9qhfbw0rf406y6kr13qe */
             id: string;
             /** @enum {string} */
-            type: "file.created" | "file.uploaded" | "file.downloaded" | "file.replaced" | "file.copied" | "file.renamed" | "file.moved" | "file.metadata_updated" | "file.processed" | "file.processing_failed" | "file.deleted" | "file.restored" | "file.purged" | "upload.initiated" | "upload.completed" | "upload.aborted" | "webhook_endpoint.disabled" | "folder.moved" | "folder.deleted" | "folder.restored";
+            type: "file.created" | "file.uploaded" | "file.downloaded" | "file.replaced" | "file.copied" | "file.renamed" | "file.moved" | "file.metadata_updated" | "file.processed" | "file.processing_failed" | "file.deleted" | "file.restored" | "file.purged" | "file.expired" | "upload.initiated" | "upload.completed" | "upload.aborted" | "webhook_endpoint.disabled" | "folder.moved" | "folder.deleted" | "folder.restored";
         };
-        /** @description A file: its logical name, folder and metadata, and its current version's bytes. `uploadedAt` and `checksum` appear once it is uploaded; `deletedAt` only while it is deleted. */
+        /** @description A file: its logical name, folder and metadata, and its current version's bytes. `uploadedAt` and `checksum` appear once it is uploaded; `deletedAt` only while it is deleted; `expiresAt` is always there (null when the file does not expire). */
         File: {
             /** @description `sha256:<hex>` where the store gives a SHA-256, else `etag:<etag>` (the MD5 of a single PUT, `<md5>-<parts>` for a multipart upload). */
             checksum?: string;
@@ -861,6 +881,12 @@ export interface components {
              * @example 2026-11-22T03:55:04.086Z
              */
             deletedAt?: string;
+            /**
+             * Format: date-time
+             * @description When the file deletes itself (`file.expired`); null: never.
+             * @example 2026-11-22T03:55:04.086Z
+             */
+            expiresAt: string | null;
             filename: string;
             /** @example file_01m80p9qhfbw0rf406y6kr13qe */
             id: string;
@@ -1105,6 +1131,12 @@ export interface components {
              */
             contentType: string;
             /**
+             * Format: date-time
+             * @description When the file deletes itself (as DELETE would; restorable in the grace window), as an ISO 8601 UTC timestamp (`Z` or `+00:00`). It must be in the future and at most 3650 days ahead (`SERVICE_MAX_EXPIRY_DAYS`); null means never.
+             * @example 2027-01-31T00:00:00.000Z
+             */
+            expiresAt?: string | null;
+            /**
              * @description A name, not a path: no '/', '\', control characters or invisible and text-direction characters (U+061C, U+180E, U+200B-U+200F, U+202A-U+202E, U+2060-U+2064, U+2066-U+2069, U+FEFF), not only whitespace, not '.' or '..'. At most 255 characters (`SERVICE_MAX_FILENAME_LENGTH`) and at most 1024 bytes as UTF-8.
              * @example report.pdf
              */
@@ -1213,8 +1245,17 @@ export interface components {
             quality: number;
             width: number;
         };
-        /** @description At least one of the fields; ``metadata`` replaces the stored metadata whole. */
+        /**
+         * @description At least one of the fields; ``metadata`` replaces the stored metadata whole;
+         *     ``expiresAt`` null clears the expiry.
+         */
         UpdateRequest: {
+            /**
+             * Format: date-time
+             * @description When the file deletes itself (as DELETE would; restorable in the grace window), as an ISO 8601 UTC timestamp (`Z` or `+00:00`). It must be in the future and at most 3650 days ahead (`SERVICE_MAX_EXPIRY_DAYS`); null means never.
+             * @example 2027-01-31T00:00:00.000Z
+             */
+            expiresAt?: string | null;
             /**
              * @description A name, not a path: no '/', '\', control characters or invisible and text-direction characters (U+061C, U+180E, U+200B-U+200F, U+202A-U+202E, U+2060-U+2064, U+2066-U+2069, U+FEFF), not only whitespace, not '.' or '..'. At most 255 characters (`SERVICE_MAX_FILENAME_LENGTH`) and at most 1024 bytes as UTF-8.
              * @example report.pdf
@@ -1269,6 +1310,12 @@ export interface components {
              */
             contentType: string;
             /**
+             * Format: date-time
+             * @description When the file deletes itself (as DELETE would; restorable in the grace window), as an ISO 8601 UTC timestamp (`Z` or `+00:00`). It must be in the future and at most 3650 days ahead (`SERVICE_MAX_EXPIRY_DAYS`); null means never.
+             * @example 2027-01-31T00:00:00.000Z
+             */
+            expiresAt?: string | null;
+            /**
              * @description A name, not a path: no '/', '\', control characters or invisible and text-direction characters (U+061C, U+180E, U+200B-U+200F, U+202A-U+202E, U+2060-U+2064, U+2066-U+2069, U+FEFF), not only whitespace, not '.' or '..'. At most 255 characters (`SERVICE_MAX_FILENAME_LENGTH`) and at most 1024 bytes as UTF-8.
              * @example report.pdf
              */
@@ -1284,6 +1331,33 @@ export interface components {
             path?: string | null;
             /** @description Bytes; at most 5368709120 (`SERVICE_MAX_SINGLE_UPLOAD_BYTES`); above it, 413 `FILE_TOO_LARGE`. */
             size: number;
+        };
+        Usage: {
+            bandwidth: components["schemas"]["UsageBandwidth"];
+            limits: components["schemas"]["UsageLimits"];
+            storage: components["schemas"]["UsageStorage"];
+        };
+        /** @description Bytes of download URLs issued this UTC month (files and variants). */
+        UsageBandwidth: {
+            bytes: number;
+            /** @example 2026-11 */
+            month: string;
+        };
+        /** @description The contract's `{"data": ...}` envelope. */
+        UsageData: {
+            data: components["schemas"]["Usage"];
+        };
+        /** @description This mode's limits, each null when unset. */
+        UsageLimits: {
+            /** @description MIME types, exact or `type/*`; null: any type. */
+            allowedContentTypes: string[] | null;
+            maxFileSizeBytes: number | null;
+            maxStorageBytes: number | null;
+        };
+        /** @description What the store holds for this mode: every version of every file, the trash until it is purged, and variants (a copy shares its source's bytes and counts once). `files` counts uploaded files that are not deleted. */
+        UsageStorage: {
+            bytes: number;
+            files: number;
         };
         /** @description A resized, re-encoded copy of one version of an image, made by a worker. `width`, `height` (the output's real dimensions) and `size` are set once it is `ready`; `failureReason` once it has `failed`. */
         Variant: {
@@ -1347,7 +1421,7 @@ export interface components {
             disabledAt: string | null;
             /** @enum {string|null} */
             disabledReason: "GONE" | "FAILING" | null;
-            events: ("file.created" | "file.uploaded" | "file.downloaded" | "file.replaced" | "file.copied" | "file.renamed" | "file.moved" | "file.metadata_updated" | "file.processed" | "file.processing_failed" | "file.deleted" | "file.restored" | "file.purged" | "upload.initiated" | "upload.completed" | "upload.aborted" | "webhook_endpoint.disabled" | "folder.moved" | "folder.deleted" | "folder.restored")[];
+            events: ("file.created" | "file.uploaded" | "file.downloaded" | "file.replaced" | "file.copied" | "file.renamed" | "file.moved" | "file.metadata_updated" | "file.processed" | "file.processing_failed" | "file.deleted" | "file.restored" | "file.purged" | "file.expired" | "upload.initiated" | "upload.completed" | "upload.aborted" | "webhook_endpoint.disabled" | "folder.moved" | "folder.deleted" | "folder.restored")[];
             /** @example wh_01m80p9qhfbw0rf406y6kr13qe */
             id: string;
             /** @enum {string} */
@@ -1464,9 +1538,15 @@ export interface operations {
                 contentType?: string;
                 cursor?: string;
                 limit?: number;
+                /** @description `metadata[<key>]=<value>` (up to 10, all must match): files whose metadata has the top-level key with the string value, or the number or boolean whose JSON text it is (`metadata[year]=2026` matches 2026 and "2026"). */
+                metadata?: {
+                    [key: string]: string;
+                };
                 order?: "asc" | "desc";
                 /** @description Exact folder; `/` lists root-level files. */
                 path?: string;
+                /** @description With `path`: the folder and every folder below it (`path=/`: every file). */
+                recursive?: boolean;
                 /** @description Case-insensitive substring of the filename (`%` and `_` are literal). */
                 search?: string;
                 sortBy?: "createdAt" | "updatedAt" | "filename" | "size";
@@ -1889,6 +1969,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Codes: `CONTENT_TYPE_NOT_ALLOWED` */
+            422: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Codes: `RATE_LIMITED` */
             429: {
                 headers: {
@@ -2208,6 +2299,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Codes: `QUOTA_EXCEEDED` */
+            403: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Codes: `FILE_NOT_FOUND` */
             404: {
                 headers: {
@@ -2243,6 +2345,17 @@ export interface operations {
             };
             /** @description Codes: `VALIDATION_ERROR` */
             415: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `CONTENT_TYPE_NOT_ALLOWED` */
+            422: {
                 headers: {
                     /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
                     "X-Request-Id"?: string;
@@ -2364,6 +2477,17 @@ export interface operations {
             };
             /** @description Codes: `VALIDATION_ERROR` */
             415: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `CONTENT_TYPE_NOT_ALLOWED` */
+            422: {
                 headers: {
                     /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
                     "X-Request-Id"?: string;
@@ -3025,6 +3149,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Codes: `QUOTA_EXCEEDED` */
+            403: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Codes: `IDEMPOTENCY_KEY_REUSED` */
             409: {
                 headers: {
@@ -3049,6 +3184,17 @@ export interface operations {
             };
             /** @description Codes: `VALIDATION_ERROR` */
             415: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `CONTENT_TYPE_NOT_ALLOWED` */
+            422: {
                 headers: {
                     /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
                     "X-Request-Id"?: string;
@@ -3742,6 +3888,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Codes: `QUOTA_EXCEEDED` */
+            403: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Codes: `IDEMPOTENCY_KEY_REUSED` */
             409: {
                 headers: {
@@ -3766,6 +3923,17 @@ export interface operations {
             };
             /** @description Codes: `VALIDATION_ERROR` */
             415: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `CONTENT_TYPE_NOT_ALLOWED` */
+            422: {
                 headers: {
                     /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
                     "X-Request-Id"?: string;
@@ -3980,6 +4148,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Codes: `CONTENT_TYPE_NOT_ALLOWED` */
+            422: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Codes: `RATE_LIMITED` */
             429: {
                 headers: {
@@ -4177,6 +4356,65 @@ export interface operations {
             /** @description Codes: `VALIDATION_ERROR` */
             415: {
                 headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description Seconds until the key's next one-minute window. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `SERVICE_UNAVAILABLE` */
+            503: {
+                headers: {
+                    /** @description With `SERVICE_UNAVAILABLE`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    identity_get_2: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UsageData"];
+                };
+            };
+            /** @description Codes: `UNAUTHENTICATED` */
+            401: {
+                headers: {
+                    "WWW-Authenticate"?: "Bearer";
                     /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
