@@ -563,4 +563,8 @@ def add_unversioned_paths(result: Schema, generator: Any, request: Any, public: 
         "get": {**probe, "operationId": "healthz", "summary": "Liveness"}
     }
     result["paths"]["/readyz"] = {"get": {**probe, "operationId": "readyz", "summary": "Readiness"}}
+    # drf-spectacular builds the components before it reads the webhooks section, so the
+    # shapes only a webhook uses (the event envelope) would be referenced but missing.
+    for name, schema in generator.registry.build({}).get("schemas", {}).items():
+        result["components"]["schemas"].setdefault(name, schema)
     return result
