@@ -15,7 +15,8 @@ RUNTIME_INSTALLED := $(RUNTIME_VENV)/.installed
 DEVSERVICES := $(BIN)/python scripts/devservices.py
 PYTEST_ARGS ?=
 
-.PHONY: help install run cluster drill test pytest lint typecheck check-runtime fmt bench fuzz clean
+.PHONY: help install run cluster drill test pytest lint typecheck check-runtime fmt bench fuzz clean \
+	js chromium bench-browser
 
 help: ## List the targets
 	@echo "Usage: make <target> [PYTEST_ARGS='...']"
@@ -54,10 +55,10 @@ cluster: $(INSTALLED) ## Run a SeaweedFS cluster, two APIs, two workers, webhook
 drill: $(INSTALLED) ## Start `make cluster`, kill one of each node under traffic, check no loss
 	$(BIN)/python bench/cluster_drill.py
 
-test: lint typecheck check-runtime ## Lint, type-check, check the runtime install, run the suite
+test: lint typecheck check-runtime js ## Lint, type-check, check the runtime install, run the suite
 	$(DEVSERVICES) exec -- $(BIN)/python -m pytest $(PYTEST_ARGS)
 
-pytest: $(INSTALLED) ## Run only the test suite (quick loop; PYTEST_ARGS='-k name -x')
+pytest: $(INSTALLED) js ## Run only the test suite (quick loop; PYTEST_ARGS='-k name -x')
 	$(DEVSERVICES) exec -- $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: $(INSTALLED) ## Check formatting, lint rules and which package may import which
@@ -91,11 +92,36 @@ fuzz: $(INSTALLED) ## Fuzz the API against its document with every schemathesis 
 
 # Skips a missing bench/, helper modules (bench/_*.py), which are not benchmarks, and the
 # cluster drill, which starts its own cluster (`make drill`).
-bench: $(INSTALLED) ## Run every bench/*.py against real services
+bench: $(INSTALLED) js ## Run every bench/*.py against real services
 	$(BIN)/pip install -q -r bench/requirements.txt  # peers compared against; not locked
 	$(DEVSERVICES) exec -- sh -c 'for f in bench/*.py; do \
 		case "$${f##*/}" in _*|cluster_drill.py) continue ;; esac; [ -e "$$f" ] || continue; \
 		$(BIN)/python "$$f" || exit 1; done'
+
+# The TypeScript client (clients/js): its dev dependencies from the lockfile, the build, and the
+# Debian Chromium its browser tests drive (never a browser download).
+JS := clients/js
+JS_INSTALLED := $(JS)/node_modules/.installed
+JS_BUILT := $(JS)/dist/.built
+SUDO := $(shell [ "$$(id -u)" -ne 0 ] && command -v sudo)
+
+# Node.js 18+ and npm: Debian's packages when the machine has none.
+$(JS_INSTALLED): $(JS)/package.json $(JS)/package-lock.json
+	@command -v npm >/dev/null || { $(SUDO) apt-get update && $(SUDO) apt-get install -y nodejs npm; }
+	cd $(JS) && npm ci --no-audit --no-fund
+	touch $@
+
+$(JS_BUILT): $(JS_INSTALLED) $(JS)/tsconfig.json $(wildcard $(JS)/src/*.ts)
+	cd $(JS) && npm run --silent build && node scripts/size.mjs
+	touch $@
+
+chromium: ## Install Debian's chromium unless there is one (the browser tests drive it)
+	@command -v chromium >/dev/null || { $(SUDO) apt-get update && $(SUDO) apt-get install -y chromium; }
+
+js: $(JS_BUILT) chromium ## Install the JS client's locked dependencies, build it, print its size
+
+bench-browser: $(INSTALLED) js ## A browser's 100 MiB upload (uploadParts) against the Python client's
+	$(DEVSERVICES) exec -- $(BIN)/python bench/browser_upload.py
 
 clean: ## Remove var/ (local service data, services.env); keeps .venv
 	rm -rf var

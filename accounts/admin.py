@@ -13,6 +13,7 @@ from django.utils import timezone
 from accounts.keys import display_prefix, generate_key, hash_key
 from accounts.limits import clean_allowed_types
 from accounts.models import ApiKey, BandwidthUsage, Organization, Project, ProjectLimits
+from accounts.scopes import SCOPE_HELP, SCOPES, parse_scopes
 from accounts.tenancy import Tenant
 from accounts.usage import RECENT_DAYS, ProjectUsage, project_usage, recent_bandwidth_subquery
 from storage_service.adminperms import ReadOnlyAdmin, StaffView
@@ -161,6 +162,15 @@ class ProjectAdmin(StaffView, admin.ModelAdmin):
 
 
 class ApiKeyAddForm(forms.ModelForm):
+    restricted_scopes = forms.MultipleChoiceField(
+        choices=[(name, f"{name}: {SCOPE_HELP[name]}") for name in SCOPES],
+        widget=forms.CheckboxSelectMultiple,
+        required=False,
+        label="Scopes",
+        help_text="None ticked: a full sk_ key (every scope). Any ticked: a restricted rk_ key "
+        "holding only those, fixed for the key's life.",
+    )
+
     class Meta:
         model = ApiKey
         fields = ("project", "environment", "name")
@@ -176,13 +186,44 @@ def revoke_keys(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: Qu
 class ApiKeyAdmin(StaffView, admin.ModelAdmin):
     """Staff issue a key with "Add": the full key is shown once, in the confirmation message."""
 
-    list_display = ("prefix", "id", "project", "environment", "name", "created_at", "revoked_at")
+    list_display = (
+        "prefix",
+        "id",
+        "project",
+        "environment",
+        "scope_list",
+        "name",
+        "created_at",
+        "revoked_at",
+    )
     list_filter = ("environment", ("revoked_at", admin.EmptyFieldListFilter))
     list_select_related = ("project",)
     search_fields = ("id", "prefix", "project__id", "project__name")
     actions = [revoke_keys]
-    readonly_fields = ("id", "prefix", "project", "environment", "created_at", "revoked_at")
-    fields = ("id", "prefix", "project", "environment", "name", "created_at", "revoked_at")
+    readonly_fields = (
+        "id",
+        "prefix",
+        "project",
+        "environment",
+        "scope_list",
+        "created_at",
+        "revoked_at",
+    )
+    fields = (
+        "id",
+        "prefix",
+        "project",
+        "environment",
+        "scope_list",
+        "name",
+        "created_at",
+        "revoked_at",
+    )
+
+    @admin.display(description="Scopes")
+    def scope_list(self, obj: ApiKey) -> str:
+        # Read-only once issued: a key's scopes never widen.
+        return "every scope (full key)" if obj.scopes is None else ", ".join(obj.scopes)
 
     def get_form(
         self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
@@ -192,14 +233,18 @@ class ApiKeyAdmin(StaffView, admin.ModelAdmin):
         return super().get_form(request, obj, change=change, **kwargs)
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
-        return ("project", "environment", "name") if obj is None else self.fields
+        if obj is None:
+            return ("project", "environment", "name", "restricted_scopes")
+        return self.fields
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         return () if obj is None else self.readonly_fields
 
     def save_model(self, request: HttpRequest, obj: ApiKey, form: Any, change: bool) -> None:
         if not change:
-            raw_key = generate_key(obj.environment)
+            chosen = form.cleaned_data.get("restricted_scopes") or []
+            obj.scopes = parse_scopes(chosen) if chosen else None
+            raw_key = generate_key(obj.environment, restricted=obj.scopes is not None)
             obj.key_hash = hash_key(raw_key)
             obj.prefix = display_prefix(raw_key)
             super().save_model(request, obj, form, change)

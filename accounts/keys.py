@@ -1,4 +1,5 @@
-"""API key format and hashing: ``sk_<env>_<43 chars of base64url>`` (256 random bits)."""
+"""API key format and hashing: ``sk_<env>_<43 chars of base64url>`` (256 random bits), and
+``rk_<env>_…`` for a restricted key (accounts/scopes.py)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,13 @@ import secrets
 
 from django.conf import settings
 
-_KEY_SHAPE = re.compile(r"^sk_(test|live)_[A-Za-z0-9_-]{43}$")
+_KEY_SHAPE = re.compile(r"^[sr]k_(test|live)_[A-Za-z0-9_-]{43}$")
 PREFIX_LENGTH = 16
 
 
-def generate_key(environment: str) -> str:
-    return f"sk_{environment}_{secrets.token_urlsafe(32)}"
+def generate_key(environment: str, *, restricted: bool = False) -> str:
+    kind = "rk" if restricted else "sk"
+    return f"{kind}_{environment}_{secrets.token_urlsafe(32)}"
 
 
 def is_well_formed(raw_key: str) -> bool:

@@ -46,6 +46,9 @@ class ApiKey(models.Model):
     # Enough of the key to recognise it in a list ("sk_test_4fJ2…"), never enough to use it.
     prefix = models.CharField(max_length=24, editable=False)
     name = models.CharField(max_length=200, blank=True)
+    # A restricted key's scopes (accounts/scopes.py), fixed at issue so a key can never widen
+    # itself; null for a full key, which holds every scope, later ones included.
+    scopes = ArrayField(models.CharField(max_length=32), null=True, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.db import connection, transaction
@@ -7,6 +8,7 @@ from django.utils import timezone
 
 from accounts.keys import display_prefix, generate_key, hash_key
 from accounts.models import ApiKey, BandwidthUsage, Organization, Project
+from accounts.scopes import parse_scopes
 from accounts.tenancy import Tenant
 
 
@@ -23,16 +25,22 @@ def project_create(*, name: str, organization_name: str | None = None) -> Projec
         return Project.objects.create(organization=organization, name=name)
 
 
-def api_key_issue(*, project: Project, environment: str, name: str = "") -> IssuedKey:
+def api_key_issue(
+    *, project: Project, environment: str, name: str = "", scopes: Iterable[str] | None = None
+) -> IssuedKey:
+    """Issue a key: a full ``sk_`` key without ``scopes``, else a restricted ``rk_`` key that
+    holds only those (an unknown scope is refused with ValueError)."""
     if environment not in ApiKey.Environment.values:
         raise ValueError(f"environment must be one of {ApiKey.Environment.values}")
-    raw_key = generate_key(environment)
+    held = None if scopes is None else parse_scopes(scopes)
+    raw_key = generate_key(environment, restricted=held is not None)
     api_key = ApiKey.objects.create(
         project=project,
         environment=environment,
         key_hash=hash_key(raw_key),
         prefix=display_prefix(raw_key),
         name=name,
+        scopes=held,
     )
     return IssuedKey(api_key=api_key, raw_key=raw_key)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, TypedDict
 
+from accounts.scopes import ScopeName
 from storage_service.openapi import JsonSchema, id_schema
 from storage_service.shapes import Timestamp
 
@@ -22,11 +23,14 @@ class MeOrganizationJson(TypedDict):
 
 
 class MeApiKeyJson(TypedDict):
-    """The key itself is never shown again; ``prefix`` is its first 16 characters."""
+    """The key itself is never shown again; ``prefix`` is its first 16 characters (``sk_``
+    for a full key, ``rk_`` for a restricted one). ``scopes``: what the key may do (every
+    scope for a full key)."""
 
     id: Annotated[str, id_schema("key")]
     prefix: Annotated[str, JsonSchema(example="sk_test_kvoKWrGu")]
     environment: Environment
+    scopes: list[ScopeName]
     createdAt: Timestamp
 
 

@@ -10,6 +10,7 @@ from rest_framework.views import APIView
 from accounts.context import api_key_of, tenant_of
 from accounts.limits import limits_of
 from accounts.models import ApiKey, ProjectLimits
+from accounts.scopes import ScopeName, scope, scopes_of
 from accounts.shapes import Environment, MeJson, UsageJson
 from accounts.usage import ProjectUsage, project_usage
 from storage_service.shapes import Data
@@ -31,6 +32,7 @@ def me_json(api_key: ApiKey) -> MeJson:
             "id": api_key.id,
             "prefix": api_key.prefix,
             "environment": environment,
+            "scopes": cast(list[ScopeName], scopes_of(api_key)),
             "createdAt": iso_required(api_key.created_at),
         },
         "environment": environment,
@@ -40,6 +42,7 @@ def me_json(api_key: ApiKey) -> MeJson:
 class MeView(APIView):
     @extend_schema(
         tags=["identity"],
+        extensions=scope(None),
         summary="The project, organization and key this request authenticates as",
         responses={200: Data[MeJson]},
     )
@@ -63,6 +66,7 @@ def usage_json(usage: ProjectUsage, limits: ProjectLimits | None) -> UsageJson:
 class UsageView(APIView):
     @extend_schema(
         tags=["identity"],
+        extensions=scope(None),
         summary="What this mode stores and downloads, and its limits",
         description="`storage.bytes` is what the store holds for the key's mode: every "
         "version, the trash until it is purged, and variants; a copy shares its source's "

@@ -12,6 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from accounts.context import api_key_of, tenant_of
+from accounts.scopes import scope
 from accounts.tenancy import Tenant
 from accounts.throttling import refusal_wait
 from files import job_selectors, services
@@ -52,6 +53,7 @@ class FolderOperationViewSet(viewsets.ViewSet):
     http_method_names = ["post", "options"]
 
     @extend_schema(
+        extensions=scope("files:write"),
         tags=["folders"],
         summary="Move (or rename) a folder: a job",
         description="Every file that is not deleted at or below `from` gets the same place "
@@ -71,6 +73,7 @@ class FolderOperationViewSet(viewsets.ViewSet):
         return Response(answer, status=202)
 
     @extend_schema(
+        extensions=scope("files:write"),
         tags=["folders"],
         summary="Delete every file of a folder (soft): a job",
         description="Every file at or below `path` is deleted as `DELETE /v1/files/{file_id}` "
@@ -86,6 +89,7 @@ class FolderOperationViewSet(viewsets.ViewSet):
         return Response(answer, status=202)
 
     @extend_schema(
+        extensions=scope("files:write"),
         tags=["folders"],
         summary="Restore every deleted file of a folder: a job",
         description="Every deleted file at or below `path` whose bytes are not purged yet is "
@@ -109,6 +113,7 @@ class JobViewSet(viewsets.GenericViewSet):
         return Job.objects.for_tenant(tenant_of(self.request))
 
     @extend_schema(
+        extensions=scope("files:read"),
         tags=["jobs"],
         summary="List jobs, newest first (keyset pages)",
         responses={200: JobJson},
@@ -119,6 +124,7 @@ class JobViewSet(viewsets.GenericViewSet):
         return self.get_paginated_response([job_json(job) for job in page])
 
     @extend_schema(
+        extensions=scope("files:read"),
         tags=["jobs"],
         summary="Get a job: its status and progress",
         parameters=[JOB_ID],
@@ -132,6 +138,7 @@ class JobViewSet(viewsets.GenericViewSet):
 
 class FileBatchViewSet(viewsets.ViewSet):
     @extend_schema(
+        extensions=scope("files:write"),
         tags=["files"],
         summary="Up to 100 file operations in one request",
         description="Each operation runs on its own, exactly as its single endpoint "

@@ -15,6 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from accounts.context import tenant_of
+from accounts.scopes import scope
 from files import selectors, services
 from files.filters import FileFilterSet, FolderFilterSet
 from files.links import FILE_ID, file_links
@@ -81,6 +82,7 @@ class FileViewSet(viewsets.GenericViewSet):
         return queryset[:count]
 
     @extend_schema(
+        extensions=scope("files:write"),
         tags=["files"],
         summary="Start a single-PUT upload",
         description="Creates a pending file and answers a presigned PUT. PUT the bytes to "
@@ -114,6 +116,7 @@ class FileViewSet(viewsets.GenericViewSet):
         return response
 
     @extend_schema(
+        extensions=scope("files:write"),
         tags=["files"],
         summary="Verify the uploaded bytes and mark the file uploaded",
         description="Reads the stored object's real size and sniffs its type. With no bytes "
@@ -142,6 +145,7 @@ class FileViewSet(viewsets.GenericViewSet):
         return Response(answer)
 
     @extend_schema(
+        extensions=scope("files:read"),
         tags=["files"],
         summary="List files (keyset pages)",
         description="Newest first by default. Pages are keyset pages ordered by "
@@ -155,6 +159,7 @@ class FileViewSet(viewsets.GenericViewSet):
         return self.get_paginated_response([file_json(file) for file in page])
 
     @extend_schema(
+        extensions=scope("files:read"),
         tags=["files"],
         summary="Get a file",
         parameters=[FILE_ID],
@@ -166,6 +171,7 @@ class FileViewSet(viewsets.GenericViewSet):
         return Response(answer)
 
     @extend_schema(
+        extensions=scope("files:write"),
         tags=["files"],
         summary="Rename, move, or replace the metadata",
         parameters=[FILE_ID],
@@ -179,6 +185,7 @@ class FileViewSet(viewsets.GenericViewSet):
         return Response(answer)
 
     @extend_schema(
+        extensions=scope("files:write"),
         tags=["files"],
         summary="Copy a file (shares the stored bytes)",
         parameters=[FILE_ID],
@@ -200,6 +207,7 @@ class FileViewSet(viewsets.GenericViewSet):
         return Response(answer, status=201)
 
     @extend_schema(
+        extensions=scope("files:read"),
         tags=["files"],
         summary="A presigned GET URL for the current version",
         description="The URL answers the bytes with the file's content type and "
@@ -217,6 +225,7 @@ class FileViewSet(viewsets.GenericViewSet):
         return Response(answer)
 
     @extend_schema(
+        extensions=scope("files:write"),
         tags=["files"],
         summary="Start replacing the content (same id, next version)",
         description="While the replacement is pending the file stays `uploaded` and serves "
@@ -249,6 +258,7 @@ class FileViewSet(viewsets.GenericViewSet):
         return Response(answer)
 
     @extend_schema(
+        extensions=scope("files:write"),
         tags=["files"],
         summary="Verify the replacement's bytes and make them the current version",
         description="A refusal cancels the replacement (the file is unchanged).",
@@ -274,6 +284,7 @@ class FileViewSet(viewsets.GenericViewSet):
         return Response(answer)
 
     @extend_schema(
+        extensions=scope("files:write"),
         tags=["files"],
         summary="Delete (soft; restorable during the grace window)",
         description="A deleted file reads as 404 everywhere but restore and the trash "
@@ -292,6 +303,7 @@ class FileViewSet(viewsets.GenericViewSet):
         return Response(answer)
 
     @extend_schema(
+        extensions=scope("files:write"),
         tags=["files"],
         summary="Restore a deleted file",
         description="Brings the file back with the status it had, until the purge sweep has "
@@ -326,6 +338,7 @@ class FolderViewSet(viewsets.GenericViewSet):
         return f"folders:{self.parent or ''}"
 
     @extend_schema(
+        extensions=scope("files:read"),
         tags=["folders"],
         summary="Direct child folders of a path, by name",
         description="A folder exists while a file that is not deleted is in it or below it; "

@@ -267,6 +267,7 @@ def run(services: servers.Services) -> int:
     test_bucket = servers.env("TEST_AWS_STORAGE_BUCKET_NAME") or servers.DEFAULT_TEST_BUCKET
     client = servers.s3_client(endpoint, servers.DEV_ACCESS_KEY, servers.DEV_SECRET_KEY, region)
     servers.ensure_buckets(client, [bucket, test_bucket], region, retry_for=15.0)
+    servers.ensure_cors(client, [bucket, test_bucket], servers.cors_origins())
     resolved = {
         "DATABASE_URL": database_url,
         "REDIS_URL": redis_url,

@@ -39,6 +39,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
+    from mypy_boto3_s3.type_defs import CORSRuleTypeDef
 
 VAR = ROOT / "var"
 ENV_FILE = VAR / "services.env"
@@ -532,12 +533,57 @@ def ensure_buckets(client: S3Client, names: Sequence[str], region: str, retry_fo
             time.sleep(0.5)
 
 
+# Pages on these origins may PUT and GET the local store's presigned URLs (browser uploads).
+# The default is the browser-upload example's (examples/browser-upload) on its default port.
+CORS_ORIGINS_ENV = "SERVICE_STORE_CORS_ORIGINS"
+DEFAULT_CORS_ORIGINS = ("http://localhost:3000", "http://127.0.0.1:3000")
+
+
+def cors_origins() -> list[str]:
+    """SERVICE_STORE_CORS_ORIGINS: comma-separated origins (``*`` for any), or the default."""
+    value = env(CORS_ORIGINS_ENV)
+    if value is None:
+        return list(DEFAULT_CORS_ORIGINS)
+    origins = [item.strip().rstrip("/") for item in value.split(",") if item.strip()]
+    for origin in origins:
+        if origin != "*" and urlsplit(origin).scheme not in {"http", "https"}:
+            raise ServiceError(f"{CORS_ORIGINS_ENV}: {origin!r} is not an http(s) origin")
+    return origins
+
+
+def cors_rule(origins: Sequence[str]) -> CORSRuleTypeDef:
+    """What a browser's presigned PUT and GET need: the headers the PUT's signature covers
+    (the browser sets content-length and host itself), and the ETag each part's PUT answers,
+    which multipart complete needs. docs/operations.md gives the same rule for S3 and MinIO."""
+    return {
+        "AllowedOrigins": list(origins),
+        "AllowedMethods": ["PUT", "GET"],
+        "AllowedHeaders": ["content-type", "if-none-match"],
+        "ExposeHeaders": ["ETag"],
+        "MaxAgeSeconds": 3600,
+    }
+
+
+def ensure_cors(client: S3Client, names: Sequence[str], origins: Sequence[str]) -> None:
+    """Put the browser rule on each bucket of the local store (SeaweedFS answers
+    PutBucketCors like S3), replacing the rule a previous start put there."""
+    for name in dict.fromkeys(names):
+        try:
+            client.put_bucket_cors(
+                Bucket=name, CORSConfiguration={"CORSRules": [cors_rule(origins)]}
+            )
+        except (ClientError, BotoCoreError) as exc:
+            raise ServiceError(f"cannot set the CORS rule of bucket {name}: {exc}") from exc
+    log(f"browsers may upload to the store from {', '.join(origins)} ({CORS_ORIGINS_ENV})")
+
+
 def ensure_object_store(services: Services) -> dict[str, str]:
     region = env("AWS_S3_REGION_NAME") or DEFAULT_REGION
     bucket = env("AWS_STORAGE_BUCKET_NAME") or DEFAULT_BUCKET
     # The test settings switch to this bucket so the suite never touches `make run`'s data.
     test_bucket = env("TEST_AWS_STORAGE_BUCKET_NAME") or DEFAULT_TEST_BUCKET
     endpoint = env("AWS_S3_ENDPOINT_URL")
+    explicit = endpoint is not None
     retry_for = 5.0
     if endpoint is not None:
         # An explicit store: its credentials are the environment's (or boto3's usual chain).
@@ -564,6 +610,8 @@ def ensure_object_store(services: Services) -> dict[str, str]:
             )
     client = s3_client(endpoint, access_key, secret_key, region)
     ensure_buckets(client, [bucket, test_bucket], region, retry_for)
+    if not explicit:  # a store of one's own keeps the CORS rule its operator gave it
+        ensure_cors(client, [bucket, test_bucket], cors_origins())
     resolved = {
         "AWS_S3_ENDPOINT_URL": endpoint,
         "AWS_STORAGE_BUCKET_NAME": bucket,

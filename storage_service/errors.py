@@ -83,6 +83,16 @@ class WebhookLimitReached(ApiError):
     status, code = 403, "WEBHOOK_LIMIT_REACHED"
 
 
+# The OpenAPI extension that names the scope an operation needs (accounts/scopes.py).
+SCOPE_EXTENSION = "x-required-scope"
+
+
+class InsufficientScope(ApiError):
+    """A restricted key without the scope the operation declares (``details.requiredScope``)."""
+
+    status, code = 403, "INSUFFICIENT_SCOPE"
+
+
 class NotFound(ApiError):
     status, code = 404, "NOT_FOUND"
 
@@ -101,6 +111,10 @@ class WebhookNotFound(ApiError):
 
 class DeliveryNotFound(ApiError):
     status, code = 404, "DELIVERY_NOT_FOUND"
+
+
+class EventNotFound(ApiError):
+    status, code = 404, "EVENT_NOT_FOUND"
 
 
 class VariantNotFound(ApiError):

@@ -315,6 +315,9 @@ def _codes() -> dict[str, int]:
 CODE_STATUS = _codes()
 # DRF's throttling raises its own Throttled, which storage_service.errors renders as this.
 CODE_STATUS.update({"RATE_LIMITED": 429})
+# The scope a restricted key needs for an operation (accounts/scopes.py declares it on each
+# view's @extend_schema: ``extensions=scope("files:read")``; null: any key).
+SCOPE_EXTENSION = errors.SCOPE_EXTENSION
 # Every authenticated operation can answer these.
 ALWAYS = ("UNAUTHENTICATED", "RATE_LIMITED", "SERVICE_UNAVAILABLE")
 HEADER_STRING: Schema = {"type": "string"}
@@ -480,12 +483,26 @@ class AutoSchema(SpectacularAutoSchema):
             codes.append("PAYLOAD_TOO_LARGE")
         if self.get_auth():
             codes.extend(ALWAYS)
+        if self.required_scope():
+            codes.append("INSUFFICIENT_SCOPE")
         errors = error_responses(*codes)
         if has_body:
             errors.append(ErrorResponse(415, ("VALIDATION_ERROR",)))
         for error in errors:
             result[str(error.status)] = self._get_response_for_code(error, str(error.status))
         return dict(sorted(result.items(), key=lambda item: int(item[0])))
+
+    def required_scope(self) -> str | None:
+        return (self.get_extensions() or {}).get(SCOPE_EXTENSION)
+
+    def get_auth(self) -> list[dict[str, list[str]]]:
+        """The key scheme, with the operation's scope as the requirement's role (OpenAPI 3.1
+        allows roles for any scheme), as well as in ``x-required-scope``."""
+        auth: list[dict[str, list[str]]] = super().get_auth()
+        needed = self.required_scope()
+        if not needed:
+            return auth
+        return [{name: [needed] for name in requirement} for requirement in auth]
 
     def _has_query(self) -> bool:
         return any(parameter.get("in") == "query" for parameter in self._get_parameters())
@@ -505,7 +522,9 @@ class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
         return {
             "type": "http",
             "scheme": "bearer",
-            "description": "An API key: `Authorization: Bearer sk_test_…` or `sk_live_…`.",
+            "description": "An API key: `Authorization: Bearer sk_test_…` or `sk_live_…`; a "
+            "restricted key (`rk_test_…`, `rk_live_…`) may call only the operations whose "
+            "`x-required-scope` it holds.",
         }
 
 
@@ -544,4 +563,8 @@ def add_unversioned_paths(result: Schema, generator: Any, request: Any, public: 
         "get": {**probe, "operationId": "healthz", "summary": "Liveness"}
     }
     result["paths"]["/readyz"] = {"get": {**probe, "operationId": "readyz", "summary": "Readiness"}}
+    # drf-spectacular builds the components before it reads the webhooks section, so the
+    # shapes only a webhook uses (the event envelope) would be referenced but missing.
+    for name, schema in generator.registry.build({}).get("schemas", {}).items():
+        result["components"]["schemas"].setdefault(name, schema)
     return result

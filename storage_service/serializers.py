@@ -8,6 +8,7 @@ from the function that enforces it (storage_service/openapi.py), so the two cann
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any, ClassVar, TypeVar
 
 from rest_framework import serializers
@@ -217,3 +218,23 @@ def validated(serializer_class: type[serializers.Serializer], data: Any) -> dict
     serializer = serializer_class(data=data)
     serializer.is_valid(raise_exception=True)
     return dict(serializer.validated_data)
+
+
+@with_schema(
+    lambda: {"type": "string", "format": "date-time", "example": "2026-11-22T03:55:04.086Z"}
+)
+def clean_timestamp(value: Any) -> datetime:
+    """An RFC 3339 timestamp with its offset (``Z`` or ``±hh:mm``), as the API writes them."""
+    if not isinstance(value, str) or not 10 <= len(value) <= 40:
+        raise serializers.ValidationError("Must be a timestamp like 2026-11-22T03:55:04.086Z.")
+    try:
+        parsed = datetime.fromisoformat(value)
+        # In UTC: the extreme years with an offset do not fit, and are refused here.
+        in_utc = parsed.astimezone(UTC) if parsed.tzinfo is not None else None
+    except (ValueError, OverflowError):
+        in_utc = None
+    if in_utc is None or "T" not in value.upper():
+        raise serializers.ValidationError(
+            "Must be a timestamp with its offset, like 2026-11-22T03:55:04.086Z."
+        )
+    return in_utc

@@ -16,7 +16,7 @@ from storage_service.errors import handler404 as handler404_view
 from storage_service.health import healthz, readyz
 from uploads.views import MultipartUploadViewSet
 from variants.views import VariantViewSet
-from webhooks.views import DeliveryViewSet, WebhookViewSet
+from webhooks.views import DeliveryViewSet, EventViewSet, WebhookViewSet
 
 files = FileViewSet.as_view
 variants = VariantViewSet.as_view
@@ -57,6 +57,10 @@ urlpatterns = [
     path(f"{W}/deliveries", DeliveryViewSet.as_view({"get": "list"})),
     path(f"{W}/enable", webhooks({"post": "enable"})),
     path(f"{W}/deliveries/<str:delivery_id>/redeliver", webhooks({"post": "redeliver"})),
+    path(f"{W}/replay", webhooks({"post": "replay"})),
+    path(f"{W}/rotate-secret", webhooks({"post": "rotate_secret"})),
+    path("v1/events", EventViewSet.as_view({"get": "list"})),
+    path("v1/events/<str:event_id>", EventViewSet.as_view({"get": "retrieve"})),
     path("admin/", admin.site.urls),
     path("v1/openapi.json", SpectacularJSONAPIView.as_view(), name="openapi"),
     path("docs", SpectacularSwaggerView.as_view(url_name="openapi")),

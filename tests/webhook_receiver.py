@@ -71,13 +71,20 @@ class Receiver:
         raise AssertionError(f"{path}: {len(self.at(path))} of {count} requests arrived")
 
 
+def signatures(header: str) -> tuple[int, list[str]]:
+    """The header's timestamp and its ``v1`` signatures (two during a rotation's overlap)."""
+    items = [item.split("=", 1) for item in header.split(",")]
+    timestamp = int(next(value for name, value in items if name == "t"))
+    return timestamp, [value for name, value in items if name == "v1"]
+
+
 def verify_signature(secret: str, header: str, body: bytes, tolerance: int = 300) -> bool:
-    """What a receiver does (the README's recipe): recompute and compare, reject stale."""
-    parts = dict(item.split("=", 1) for item in header.split(","))
-    timestamp = int(parts["t"])
+    """What a receiver does (the README's recipe): recompute and compare with each ``v1``,
+    reject stale."""
+    timestamp, given = signatures(header)
     expected = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256)
     fresh = abs(time.time() - timestamp) <= tolerance
-    return fresh and hmac.compare_digest(expected.hexdigest(), parts["v1"])
+    return fresh and any(hmac.compare_digest(expected.hexdigest(), v1) for v1 in given)
 
 
 def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:

@@ -8,6 +8,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from accounts.context import tenant_of
+from accounts.scopes import scope
 from files.links import file_links
 from files.serializers import file_json
 from files.shapes import FileJson
@@ -43,6 +44,7 @@ NOT_FOUND = ("UPLOAD_NOT_FOUND",)
 
 class MultipartUploadViewSet(viewsets.ViewSet):
     @extend_schema(
+        extensions=scope("files:write"),
         tags=["uploads"],
         summary="Start a multipart upload",
         description="Creates a pending file and an upload session with a presigned PUT for "
@@ -87,6 +89,7 @@ class MultipartUploadViewSet(viewsets.ViewSet):
         return response
 
     @extend_schema(
+        extensions=scope("files:write"),
         tags=["uploads"],
         summary="Fresh presigned PUT URLs for some parts of an active upload",
         parameters=[UPLOAD_ID],
@@ -102,6 +105,7 @@ class MultipartUploadViewSet(viewsets.ViewSet):
         return Response(answer)
 
     @extend_schema(
+        extensions=scope("files:read"),
         tags=["uploads"],
         summary="The parts the store holds for an active upload, in part order",
         parameters=[UPLOAD_ID],
@@ -116,6 +120,7 @@ class MultipartUploadViewSet(viewsets.ViewSet):
         return Response(answer)
 
     @extend_schema(
+        extensions=scope("files:write"),
         tags=["uploads"],
         summary="Assemble the parts, verify the object and mark the file uploaded",
         description="Checks, in this order, and changes nothing when it refuses: the body; "
@@ -148,6 +153,7 @@ class MultipartUploadViewSet(viewsets.ViewSet):
         return Response(answer)
 
     @extend_schema(
+        extensions=scope("files:write"),
         tags=["uploads"],
         summary="Abort an upload (the store drops its parts); aborting twice is a success",
         description="The file becomes `failed`. A completed session cannot be aborted (409 "

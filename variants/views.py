@@ -9,6 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from accounts.context import tenant_of
+from accounts.scopes import scope
 from files.links import FILE_ID
 from files.selectors import file_get
 from files.serializers import DownloadUrlRequest, download_url_json
@@ -35,6 +36,7 @@ class VariantViewSet(viewsets.GenericViewSet):
     queryset = Variant.objects.all()  # list() narrows it to the file's
 
     @extend_schema(
+        extensions=scope("files:write"),
         tags=["variants"],
         summary="Ask for a resized/re-encoded variant of an image (made by a worker)",
         description="Identical parameters on the same file version answer the same variant "
@@ -74,6 +76,7 @@ class VariantViewSet(viewsets.GenericViewSet):
         return Response(answer, status=202)
 
     @extend_schema(
+        extensions=scope("files:read"),
         tags=["variants"],
         summary="A file's variants, every version's, oldest first (keyset pages)",
         parameters=[FILE_ID],
@@ -88,6 +91,7 @@ class VariantViewSet(viewsets.GenericViewSet):
         return self.get_paginated_response([variant_json(variant) for variant in page])
 
     @extend_schema(
+        extensions=scope("files:read"),
         tags=["variants"],
         summary="A presigned GET URL for a ready variant",
         description="Served with its content type, as `<filename stem>_<label>.<ext>`. "

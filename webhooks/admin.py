@@ -6,8 +6,9 @@ the delivery engine. The changes offered are "redeliver" and "re-enable" (an end
 delivery engine disabled), each through the same service as the API's endpoint, so they do
 and refuse what the API does.
 
-An endpoint's secret is never shown: it is left out of every list, page and form here (it was
-shown once, to the client, at registration).
+An endpoint's secrets are never shown: they are left out of every list, page and form here
+(each was shown once, to the client, at registration or rotation). When a rotation's overlap
+ends (the replaced secret stops signing) is shown.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils import timezone
 
 from accounts.tenancy import Tenant
 from storage_service.adminperms import ReadOnlyAdmin, ReadOnlyInline, each_through_service
@@ -64,6 +66,7 @@ class EndpointAdmin(ReadOnlyAdmin):
         "disabled_reason",
         "disabled_at",
         "subscribed",
+        "overlap_ends",
         "created_at",
     )
     actions = [enable]
@@ -83,10 +86,19 @@ class EndpointAdmin(ReadOnlyAdmin):
         "disabled_reason",
         "disabled_at",
         "failing_since",
+        "overlap_ends",
         "created_at",
     )
     readonly_fields = fields
-    exclude = ("secret",)
+    exclude = ("secret", "previous_secret")
+
+    @admin.display(description="Old secret signs until")
+    def overlap_ends(self, obj: Endpoint) -> str:
+        """When a rotation's overlap ends: until then deliveries carry both signatures."""
+        expires = obj.previous_secret_expires_at
+        if obj.previous_secret is None or expires is None or expires <= timezone.now():
+            return "-"
+        return expires.isoformat(timespec="seconds")
 
     @admin.display(description="Events")
     def subscribed(self, obj: Endpoint) -> str:

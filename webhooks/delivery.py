@@ -3,7 +3,7 @@
 One call handles a batch (an event's deliveries to all its endpoints, or a sweep's page):
 
 1. Claim: one ``UPDATE ... FROM (SELECT ... FOR UPDATE SKIP LOCKED)`` leases the due rows
-   and returns, joined, everything the requests need (url, secret, event). A row another
+   and returns, joined, everything the requests need (url, secrets, event). A row another
    worker holds, a row not due, or one already DELIVERED/FAILED is skipped, so a message
    sent twice, a sweep racing a message, or any number of workers send each attempt once.
 2. Admit: each row takes a slot of its project, of its destination host and of the process
@@ -70,6 +70,8 @@ class Claimed:
     attempts: int
     url: str
     secret: str
+    # The secret a rotation replaced, while its overlap lasts: it signs beside ``secret``.
+    previous_secret: str | None
     event_id: str
     event_type: str
     event_created_at: datetime
@@ -91,8 +93,11 @@ class Retry:
     at: datetime
 
 
+# The replaced secret only until its overlap ends, by the database's clock (which every
+# due time here uses too).
 _CLAIM_COLUMNS = """
     d.id, e.id, e.project_id, d.attempts, e.url, e.secret,
+    CASE WHEN e.previous_secret_expires_at > now() THEN e.previous_secret END,
     ev.id, ev.type, ev.created_at, ev.data, now()
 """
 
@@ -430,13 +435,16 @@ def slots() -> Slots:
         return _slots
 
 
-def post(target: Target, addresses: Sequence[IPAddress], body: bytes, secret: str) -> Outcome:
-    """One attempt: POST the signed body; a 2xx within the timeout is the only success."""
+def post(
+    target: Target, addresses: Sequence[IPAddress], body: bytes, secret: str, *older: str
+) -> Outcome:
+    """One attempt: POST the body, signed with ``secret`` (and the ``older`` ones of a
+    rotation's overlap); a 2xx within the timeout is the only success."""
     headers = {
         "Host": target.host_header,
         "Content-Type": "application/json",
         "User-Agent": USER_AGENT,
-        "SERVICE-Signature": signature_header(secret, int(time.time()), body),
+        "SERVICE-Signature": signature_header(secret, int(time.time()), body, *older),
     }
     result = sender.post(
         target,
@@ -500,7 +508,8 @@ def _attempt(item: Claimed, target: Target | str, body: bytes, batch: _Batch) ->
     except UrlRefused as exc:
         return Outcome(item.id, False, None, sender.shorten(f"Refused: {exc}"))
     try:
-        outcome = post(target, addresses, body, item.secret)
+        older = (item.previous_secret,) if item.previous_secret else ()
+        outcome = post(target, addresses, body, item.secret, *older)
     except Exception as exc:  # a bug must cost one attempt, never the batch's outcomes
         logger.exception("webhook delivery %s: unexpected error", item.id)
         outcome = Outcome("", False, None, sender.shorten(f"Internal error: {type(exc).__name__}"))

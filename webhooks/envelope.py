@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from typing import cast
+
+from rest_framework.renderers import JSONRenderer
 
 from storage_service.timefmt import iso_required
 from webhooks.models import Event
@@ -20,6 +21,10 @@ def event_envelope(event: Event) -> EventEnvelopeJson:
     }
 
 
+# The API's own renderer: ``GET /v1/events/<id>`` answers ``{"data":`` these very bytes ``}``.
+_RENDERER = JSONRenderer()
+
+
 def envelope_body(event: Event) -> bytes:
-    """The envelope as sent: compact JSON, UTF-8."""
-    return json.dumps(event_envelope(event), separators=(",", ":"), ensure_ascii=False).encode()
+    """The envelope as sent: compact JSON, UTF-8, written as every API response is."""
+    return _RENDERER.render(event_envelope(event))

@@ -1,4 +1,4 @@
-"""The order of ``GET /v1/webhooks/<id>/deliveries``."""
+"""The filters and the order of ``GET /v1/webhooks/<id>/deliveries`` and ``GET /v1/events``."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ from typing import Any
 import django_filters
 from django.db.models import QuerySet
 
-from webhooks.models import Delivery
+from storage_service.filtering import CleanedFilter
+from storage_service.serializers import choice
+from webhooks.models import Delivery, Event, EventQuerySet
 
 
 class DeliveryFilterSet(django_filters.FilterSet):
@@ -19,3 +21,19 @@ class DeliveryFilterSet(django_filters.FilterSet):
 
     def filter_queryset(self, queryset: QuerySet[Any]) -> QuerySet[Any]:
         return super().filter_queryset(queryset).order_by("-id")
+
+
+class EventFilterSet(django_filters.FilterSet):
+    """Newest first, keyset on ``(created_at, id)``: the ``event_project_created_id`` index,
+    or with ``type`` the ``event_project_type_created`` one."""
+
+    type = CleanedFilter(
+        choice(tuple(Event.Type.values)), field_name="type", help_text="Only this event type."
+    )
+
+    class Meta:
+        model = Event
+        fields: list[str] = []
+
+    def filter_queryset(self, queryset: EventQuerySet) -> EventQuerySet:
+        return super().filter_queryset(queryset).order_by("-created_at", "-id")

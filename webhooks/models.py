@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+from datetime import timedelta
+
+from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.db.models.fields.json import KeyTextTransform
@@ -8,6 +11,17 @@ from django.utils import timezone
 from accounts.models import Project, mode_field
 from accounts.tenancy import Tenant
 from storage_service.fields import public_id_field
+
+
+class EventQuerySet(models.QuerySet["Event"]):
+    def for_tenant(self, tenant: Tenant) -> EventQuerySet:
+        return self.filter(project_id=tenant.project_id, mode=tenant.mode)
+
+    def retained(self) -> EventQuerySet:
+        """Within the retention window: what the sweep has not deleted yet is not shown
+        either once it is past it."""
+        cutoff = timezone.now() - timedelta(days=int(settings.SERVICE_EVENT_RETENTION_DAYS))
+        return self.filter(created_at__gte=cutoff)
 
 
 class Event(models.Model):
@@ -41,7 +55,7 @@ class Event(models.Model):
         FOLDER_RESTORED = "folder.restored"
 
     id = public_id_field("evt")
-    # Indexed by event_project_created (project, mode, -created_at).
+    # Indexed by event_project_created_id (project, mode, -created_at, -id).
     project = models.ForeignKey(
         Project, on_delete=models.CASCADE, related_name="events", db_index=False
     )
@@ -50,9 +64,19 @@ class Event(models.Model):
     data = models.JSONField()
     created_at = models.DateTimeField()
 
+    objects = EventQuerySet.as_manager()
+
     class Meta:
         indexes = [
-            models.Index(fields=["project", "mode", "-created_at"], name="event_project_created"),
+            # GET /v1/events, newest first, keyset on (created_at, id); a replay's window.
+            models.Index(
+                fields=["project", "mode", "-created_at", "-id"], name="event_project_created_id"
+            ),
+            # GET /v1/events?type=..., the same order.
+            models.Index(
+                fields=["project", "mode", "type", "-created_at", "-id"],
+                name="event_project_type_created",
+            ),
             # The purge's scrub finds a file's events by it (webhooks.services.events_scrub_file).
             models.Index(KeyTextTransform("fileId", "data"), name="event_file"),
         ]
@@ -88,8 +112,12 @@ class Endpoint(models.Model):
     url = models.CharField(max_length=2048)
     # Null means every event type, including types added later.
     events = ArrayField(models.CharField(max_length=40), null=True)
-    # Kept in clear: every delivery signs with it. Shown once, at registration.
+    # Kept in clear: every delivery signs with it. Shown once, at registration or rotation.
     secret = models.CharField(max_length=80)
+    # The secret a rotation replaced, which signs every delivery beside the new one until
+    # previous_secret_expires_at (the database's clock decides); null outside an overlap.
+    previous_secret = models.CharField(max_length=80, null=True)
+    previous_secret_expires_at = models.DateTimeField(null=True)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE)
     created_at = models.DateTimeField(default=timezone.now)
     # The first failed attempt since the last success (null while the last attempt succeeded):
@@ -149,7 +177,53 @@ class Delivery(models.Model):
                 name="delivery_endpoint_due",
                 condition=models.Q(status="PENDING"),
             ),
+            # A replay's pace: the endpoint's deliveries still waiting for a first attempt.
+            models.Index(
+                fields=["endpoint"],
+                name="delivery_endpoint_waiting",
+                condition=models.Q(status="PENDING", attempts=0),
+            ),
         ]
 
     def __str__(self) -> str:
         return f"{self.id} {self.status}"
+
+
+class Replay(models.Model):
+    """A replay of an endpoint's events in a window, made in bounded batches.
+
+    ``POST /v1/webhooks/<id>/replay`` counts the events and makes the first batch of
+    deliveries; a task makes each next batch once the endpoint's earlier ones have had their
+    first attempt, so a replay of a million events holds at most a batch of rows waiting, and
+    the per-project delivery caps pace it like live traffic. ``after_created_at`` and
+    ``after_event_id`` are where the next batch starts (keyset on the event's time and id).
+    """
+
+    endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="replays")
+    since = models.DateTimeField()
+    until = models.DateTimeField()
+    # The event types it replays (the endpoint's subscription when asked); null: every type.
+    types = ArrayField(models.CharField(max_length=40), null=True)
+    total = models.PositiveIntegerField()  # the events counted when it was asked
+    made = models.PositiveIntegerField(default=0)
+    after_created_at = models.DateTimeField(null=True)
+    after_event_id = models.CharField(max_length=40, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+    # When a step last ran (the database's clock): a step finding another one ran less than
+    # half a poll interval ago ends its chain of messages, and the sweep resumes a replay
+    # whose steps stopped (a lost message).
+    stepped_at = models.DateTimeField(null=True)
+    finished_at = models.DateTimeField(null=True)
+
+    class Meta:
+        indexes = [
+            # The sweep's scan for replays whose next message was lost.
+            models.Index(
+                fields=["created_at"],
+                name="replay_unfinished",
+                condition=models.Q(finished_at__isnull=True),
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"replay of {self.endpoint_id} ({self.made}/{self.total})"

@@ -5,16 +5,20 @@ from __future__ import annotations
 import re
 from typing import Any, cast
 
+from django.utils import timezone
 from rest_framework import serializers
 
 from storage_service.serializers import (
     CleanedField,
     StrictSerializer,
+    clean_timestamp,
+    strict_int,
     with_schema,
 )
 from storage_service.timefmt import iso, iso_required
 from webhooks.models import Delivery, Endpoint, Event
 from webhooks.network import MAX_URL_LENGTH, URL_PATTERN, UrlRefused, parse_url
+from webhooks.services import ROTATION_OVERLAP_DEFAULT_SECONDS, ROTATION_OVERLAP_MAX_SECONDS
 from webhooks.shapes import (
     DeliveryJson,
     DeliveryStatus,
@@ -86,6 +90,19 @@ class EndpointCreateRequest(StrictSerializer):
     events = CleanedField(clean_events, required=False)
 
 
+class ReplayRequest(StrictSerializer):
+    since = CleanedField(clean_timestamp)
+    until = CleanedField(clean_timestamp, required=False)
+
+
+class RotateSecretRequest(StrictSerializer):
+    overlapSeconds = CleanedField(
+        strict_int(0, ROTATION_OVERLAP_MAX_SECONDS),
+        required=False,
+        default=ROTATION_OVERLAP_DEFAULT_SECONDS,
+    )
+
+
 def endpoint_json(endpoint: Endpoint) -> WebhookJson:
     """The endpoint as every read shows it: never the secret."""
     events = list(endpoint.events) if endpoint.events is not None else Event.Type.values
@@ -96,8 +113,17 @@ def endpoint_json(endpoint: Endpoint) -> WebhookJson:
         "status": cast(EndpointStatus, endpoint.status),
         "disabledAt": iso(endpoint.disabled_at),
         "disabledReason": cast(DisabledReason | None, endpoint.disabled_reason),
+        "previousSecretExpiresAt": overlap_end(endpoint),
         "createdAt": iso_required(endpoint.created_at),
     }
+
+
+def overlap_end(endpoint: Endpoint) -> str | None:
+    """When the replaced secret stops signing, while it still does."""
+    expires = endpoint.previous_secret_expires_at
+    if endpoint.previous_secret is None or expires is None or expires <= timezone.now():
+        return None
+    return iso(expires)
 
 
 def delivery_json(delivery: Delivery) -> DeliveryJson:

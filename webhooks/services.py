@@ -13,6 +13,7 @@ from typing import Any
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connection, transaction
+from django.db.models import DateTimeField, ExpressionWrapper
 from django.db.models.functions import Now
 from django.utils import timezone
 
@@ -29,6 +30,7 @@ from storage_service.errors import (
 from storage_service.ids import first_id_at, looks_like_id, new_id, new_id_sql
 from webhooks.models import Delivery, Endpoint, Event
 from webhooks.network import UrlRefused, validate_webhook_url
+from webhooks.selectors import endpoint_get
 from webhooks.signing import new_secret
 
 logger = logging.getLogger(__name__)
@@ -275,15 +277,6 @@ def endpoint_create(*, tenant: Tenant, url: str, events: list[str] | None) -> Re
     return RegisteredEndpoint(endpoint=endpoint, secret=endpoint.secret)
 
 
-def endpoint_get(*, tenant: Tenant, webhook_id: str) -> Endpoint:
-    if not looks_like_id(webhook_id, "wh"):
-        raise WebhookNotFound("No such webhook endpoint.")
-    endpoint = Endpoint.objects.for_tenant(tenant).filter(id=webhook_id).first()
-    if endpoint is None:
-        raise WebhookNotFound("No such webhook endpoint.")
-    return endpoint
-
-
 def endpoint_enable(*, tenant: Tenant, webhook_id: str) -> Endpoint:
     """Re-enable a disabled endpoint (an active one is left as it is): new events are sent to
     it again, and its failure streak starts afresh. Deliveries failed while it was disabled
@@ -294,6 +287,47 @@ def endpoint_enable(*, tenant: Tenant, webhook_id: str) -> Endpoint:
     )
     endpoint.refresh_from_db()
     return endpoint
+
+
+# How long the replaced secret keeps signing after a rotation: default and bounds (7 days).
+ROTATION_OVERLAP_DEFAULT_SECONDS = 86_400
+ROTATION_OVERLAP_MAX_SECONDS = 604_800
+
+
+def endpoint_rotate_secret(
+    *, tenant: Tenant, webhook_id: str, overlap_seconds: int
+) -> RegisteredEndpoint:
+    """Give the endpoint a new signing secret, shown once in the answer.
+
+    1. Lock the endpoint (two rotations queue: each replaces the one before).
+    2. The new secret signs every delivery from now on, retries and redeliveries included.
+       For ``overlap_seconds`` (by the database's clock) the secret it replaced signs them
+       too, so a receiver can switch without a moment of refused deliveries; 0 ends it now.
+    3. An earlier overlap ends here: at most two secrets sign at once, the new one and the
+       one it replaced.
+    """
+    if not looks_like_id(webhook_id, "wh"):
+        raise WebhookNotFound("No such webhook endpoint.")
+    with transaction.atomic():
+        endpoint = (
+            Endpoint.objects.for_tenant(tenant).select_for_update().filter(id=webhook_id).first()
+        )
+        if endpoint is None:
+            raise WebhookNotFound("No such webhook endpoint.")
+        overlap = overlap_seconds > 0
+        Endpoint.objects.filter(id=endpoint.id).update(
+            secret=new_secret(),
+            previous_secret=endpoint.secret if overlap else None,
+            previous_secret_expires_at=(
+                ExpressionWrapper(
+                    Now() + timedelta(seconds=overlap_seconds), output_field=DateTimeField()
+                )
+                if overlap
+                else None
+            ),
+        )
+        endpoint.refresh_from_db()
+    return RegisteredEndpoint(endpoint=endpoint, secret=endpoint.secret)
 
 
 def endpoint_delete(*, tenant: Tenant, webhook_id: str) -> str:

@@ -44,6 +44,9 @@ class WebhookJson(TypedDict):
     """A registered endpoint, as every read shows it: never its secret. ``events`` lists the
     types sent to it (every type, including later ones, when it was registered without).
 
+    ``previousSecretExpiresAt``: after a secret rotation, until when the replaced secret
+    still signs every delivery beside the new one (null outside an overlap).
+
     ``status`` is ``DISABLED`` once the endpoint answered 410 Gone (``disabledReason``
     ``GONE``) or failed every attempt for 5 days (``FAILING``; the setting
     ``SERVICE_WEBHOOK_DISABLE_AFTER_SECONDS``): nothing is sent to it until it is re-enabled
@@ -56,11 +59,13 @@ class WebhookJson(TypedDict):
     status: EndpointStatus
     disabledAt: Timestamp | None
     disabledReason: DisabledReason | None
+    previousSecretExpiresAt: Timestamp | None
     createdAt: Timestamp
 
 
 class WebhookCreatedJson(TypedDict):
-    """The registration's answer: the only time the signing secret is shown."""
+    """The registration's or a rotation's answer: the only times the signing secret is
+    shown."""
 
     webhook: WebhookJson
     secret: Annotated[
@@ -68,7 +73,8 @@ class WebhookCreatedJson(TypedDict):
         JsonSchema(
             pattern="^whsec_[A-Za-z0-9_-]+$",
             description="Signs every delivery: `SERVICE-Signature: t=<unix seconds>,v1=<hex "
-            "HMAC-SHA256 of '<t>.<raw body>'>`. Store it now.",
+            "HMAC-SHA256 of '<t>.<raw body>'>` (during a rotation's overlap, a second `v1=` "
+            "under the replaced secret). Store it now.",
         ),
     ]
 
@@ -101,6 +107,13 @@ class DeliveryJson(TypedDict):
     event: DeliveryEventJson
 
 
+class ReplayJson(TypedDict):
+    """How many deliveries the replay makes: one per retained event of the window that the
+    endpoint's subscription matches, attempted at once, paced by the per-project caps."""
+
+    deliveries: Annotated[int, JsonSchema(minimum=0)]
+
+
 class EventEnvelopeJson(TypedDict):
     """The body of every webhook request. ``data`` holds ``projectId``, ``organizationId``,
     the ids of the resources concerned and the fields the event is about. Deliveries are at
@@ -109,7 +122,9 @@ class EventEnvelopeJson(TypedDict):
     id: EventId
     type: EventType
     created_at: Timestamp
-    data: dict[str, Any]
+    # Named, so that generated clients give the payload its own class (an inline object
+    # would be named "EventEnvelopeData", the name of the {"data": <envelope>} answer).
+    data: Annotated[dict[str, Any], JsonSchema(title="EventPayload")]
 
 
 # The requests our deliveries make, in the document's "webhooks" section (OpenAPI 3.1).
@@ -121,7 +136,9 @@ EVENT_WEBHOOK = OpenApiWebhook(
         summary="An event, POSTed to each endpoint subscribed to its type",
         description="Sent with `Content-Type: application/json`, `User-Agent: "
         "SERVICE-Webhooks/1.0` and `SERVICE-Signature: t=<unix seconds>,v1=<hex>`, where `v1` "
-        "is the HMAC-SHA256, under the endpoint's secret, of `<t>.<raw body>`. Verify it over "
+        "is the HMAC-SHA256, under the endpoint's secret, of `<t>.<raw body>` (during a "
+        "secret rotation's overlap, a second `v1=` under the replaced secret: accept the "
+        "request when any `v1` matches, as Stripe's verifiers do). Verify it over "
         "the raw body before parsing it, reject a timestamp more than about 5 minutes old, "
         "deduplicate on the envelope's `id`, and "
         "answer 2xx within 10 seconds. Any other answer, or none, is retried after 1 s, 5 s, "

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from celery import shared_task
 
-from webhooks import delivery, services
+from webhooks import delivery, replay, services
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +40,9 @@ def sweep_due_deliveries() -> int:
     schedule(retries)
     if sent:
         logger.info("webhook sweep: %d overdue deliveries attempted", sent)
+    for replay_id in replay.replays_stalled():
+        logger.info("webhook sweep: replay %d resumed", replay_id)
+        replay.replay_continue(replay_id=replay_id)
     return sent
 
 
@@ -70,3 +73,10 @@ def drain_project(project_id: str) -> int:
     if not claimed:
         services.drain_end(project_id, has_due=lambda: delivery.project_has_due(project_id))
     return claimed
+
+
+@shared_task(name=replay.STEP_TASK)
+def replay_step(replay_id: int) -> int:
+    """Make a replay's next batch of deliveries when the endpoint is ready for it (see
+    webhooks/replay.py); the step sends its messages, the next step's among them."""
+    return len(replay.replay_continue(replay_id=replay_id).made)

@@ -8,25 +8,42 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from accounts.context import tenant_of
+from accounts.scopes import scope
 from storage_service.openapi import Links, each, errors_of, path_id
 from storage_service.pagination import CursorPagination
 from storage_service.serializers import EmptyRequest, validated
 from storage_service.shapes import Data
-from webhooks import selectors, services
-from webhooks.filters import DeliveryFilterSet
-from webhooks.models import Delivery
-from webhooks.serializers import EndpointCreateRequest, delivery_json, endpoint_json
+from webhooks import replay, selectors, services
+from webhooks.envelope import event_envelope
+from webhooks.filters import DeliveryFilterSet, EventFilterSet
+from webhooks.models import Delivery, EventQuerySet
+from webhooks.serializers import (
+    EndpointCreateRequest,
+    ReplayRequest,
+    RotateSecretRequest,
+    delivery_json,
+    endpoint_json,
+)
 from webhooks.services import MAX_ENDPOINTS_PER_PROJECT
-from webhooks.shapes import DeliveryJson, WebhookCreatedJson, WebhookDeletedJson, WebhookJson
+from webhooks.shapes import (
+    DeliveryJson,
+    EventEnvelopeJson,
+    ReplayJson,
+    WebhookCreatedJson,
+    WebhookDeletedJson,
+    WebhookJson,
+)
 
 WEBHOOK_ID = path_id("webhook_id", "wh")
 DELIVERY_ID = path_id("delivery_id", "dl")
+EVENT_ID = path_id("event_id", "evt")
 NOT_FOUND = ("WEBHOOK_NOT_FOUND",)
 
 
 class WebhookViewSet(viewsets.ViewSet):
     @extend_schema(
         tags=["webhooks"],
+        extensions=scope("webhooks:write"),
         summary="Register an endpoint (the answer is the only time its secret is shown)",
         description=(
             f"A project has at most {MAX_ENDPOINTS_PER_PROJECT} endpoints in each mode (test,"
@@ -42,6 +59,8 @@ class WebhookViewSet(viewsets.ViewSet):
                         "webhooks_destroy",
                         "webhooks_deliveries",
                         "webhooks_enable",
+                        "webhooks_replay",
+                        "webhooks_rotate_secret",
                     ),
                     webhook_id="$response.body#/data/webhook/id",
                 ),
@@ -61,6 +80,7 @@ class WebhookViewSet(viewsets.ViewSet):
 
     @extend_schema(
         tags=["webhooks"],
+        extensions=scope("webhooks:read"),
         summary=f"The project's endpoints, newest first (at most {MAX_ENDPOINTS_PER_PROJECT})",
         responses={200: Data[list[WebhookJson]]},
     )
@@ -71,6 +91,7 @@ class WebhookViewSet(viewsets.ViewSet):
 
     @extend_schema(
         tags=["webhooks"],
+        extensions=scope("webhooks:read"),
         summary="Get an endpoint (never its secret)",
         parameters=[WEBHOOK_ID],
         responses={200: Data[WebhookJson], **errors_of(*NOT_FOUND)},
@@ -82,6 +103,7 @@ class WebhookViewSet(viewsets.ViewSet):
 
     @extend_schema(
         tags=["webhooks"],
+        extensions=scope("webhooks:write"),
         summary="Re-enable a disabled endpoint (an active one is answered as it is)",
         description="New events are sent to it again and its failure streak starts afresh. "
         "Deliveries that failed while it was disabled stay `FAILED`: redeliver those wanted.",
@@ -97,6 +119,7 @@ class WebhookViewSet(viewsets.ViewSet):
 
     @extend_schema(
         tags=["webhooks"],
+        extensions=scope("webhooks:write"),
         summary="Unregister an endpoint (its delivery log goes with it)",
         parameters=[WEBHOOK_ID],
         responses={200: Data[WebhookDeletedJson], **errors_of(*NOT_FOUND)},
@@ -108,6 +131,7 @@ class WebhookViewSet(viewsets.ViewSet):
 
     @extend_schema(
         tags=["webhooks"],
+        extensions=scope("webhooks:write"),
         summary="Attempt a FAILED or PENDING delivery again now (same event id)",
         description="A FAILED delivery gets one more attempt; a PENDING one is attempted now "
         "and keeps its remaining retries.",
@@ -126,6 +150,57 @@ class WebhookViewSet(viewsets.ViewSet):
         answer: Data[DeliveryJson] = {"data": delivery_json(delivery)}
         return Response(answer, status=202)
 
+    @extend_schema(
+        tags=["webhooks"],
+        extensions=scope("webhooks:write"),
+        summary="Send the endpoint every retained event of a window again, as new deliveries",
+        description="A new delivery, attempted at once, for every event of the window "
+        "(`since` included, `until` excluded; `until` defaults to now) that the endpoint's "
+        "subscription matches, whether or not it was delivered before. Both ends lie within "
+        "the event retention window and not in the future. The deliveries go through the "
+        "same per-project caps as live ones, so a large replay is sent at the pace the "
+        "receiver keeps up with; an event that passes the retention window before its "
+        "turn is skipped.",
+        parameters=[WEBHOOK_ID],
+        request=ReplayRequest,
+        responses={202: Data[ReplayJson], **errors_of(*NOT_FOUND)},
+    )
+    def replay(self, request: Request, webhook_id: str) -> Response:
+        body = validated(ReplayRequest, request.data)
+        count = replay.endpoint_replay(
+            tenant=tenant_of(request),
+            webhook_id=webhook_id,
+            since=body["since"],
+            until=body.get("until"),
+        )
+        answer: Data[ReplayJson] = {"data": {"deliveries": count}}
+        return Response(answer, status=202)
+
+    @extend_schema(
+        tags=["webhooks"],
+        extensions=scope("webhooks:write"),
+        summary="Give the endpoint a new signing secret (shown once, in this answer)",
+        description="The new secret signs every delivery from now on (retries, redeliveries "
+        "and replays too). For `overlapSeconds` (default 86400, at most 604800; 0 ends it "
+        "at once) the replaced secret signs them as well: `SERVICE-Signature: t=<t>,v1=<new>,"
+        "v1=<old>`, which Stripe's verifiers and the Python client's accept under either "
+        "secret. A rotation ends any earlier overlap: at most two secrets sign at once.",
+        parameters=[WEBHOOK_ID],
+        request=RotateSecretRequest,
+        responses={200: Data[WebhookCreatedJson], **errors_of(*NOT_FOUND)},
+    )
+    def rotate_secret(self, request: Request, webhook_id: str) -> Response:
+        body = validated(RotateSecretRequest, request.data)
+        rotated = services.endpoint_rotate_secret(
+            tenant=tenant_of(request),
+            webhook_id=webhook_id,
+            overlap_seconds=body["overlapSeconds"],
+        )
+        answer: Data[WebhookCreatedJson] = {
+            "data": {"webhook": endpoint_json(rotated.endpoint), "secret": rotated.secret}
+        }
+        return Response(answer)
+
 
 class DeliveryViewSet(viewsets.GenericViewSet):
     name = "Webhook"  # what OPTIONS calls the route's resource, as on the webhook's own routes
@@ -137,6 +212,7 @@ class DeliveryViewSet(viewsets.GenericViewSet):
     @extend_schema(
         operation_id="webhooks_deliveries",
         tags=["webhooks"],
+        extensions=scope("webhooks:read"),
         summary="An endpoint's deliveries, newest first (keyset pages)",
         parameters=[WEBHOOK_ID],
         responses={
@@ -159,3 +235,39 @@ class DeliveryViewSet(viewsets.GenericViewSet):
         page = self.paginate_queryset(selectors.deliveries_of(deliveries, endpoint=endpoint))
         assert page is not None  # pagination_class is set
         return self.get_paginated_response([delivery_json(delivery) for delivery in page])
+
+
+class EventViewSet(viewsets.GenericViewSet):
+    """The events webhooks receive, read back: the key's mode, the retention window."""
+
+    pagination_class = CursorPagination
+    filterset_class = EventFilterSet
+    cursor_scope = "events:createdAt:desc"
+
+    def get_queryset(self) -> EventQuerySet:
+        return selectors.event_queryset(tenant=tenant_of(self.request))
+
+    @extend_schema(
+        tags=["events"],
+        extensions=scope("events:read"),
+        summary="The events of the key's mode, newest first (the retention window's)",
+        description="Each item is the envelope exactly as webhook endpoints receive it. "
+        "A parameter given twice answers 400.",
+        responses={200: EventEnvelopeJson},
+    )
+    def list(self, request: Request) -> Response:
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        assert page is not None  # pagination_class is set
+        return self.get_paginated_response([event_envelope(event) for event in page])
+
+    @extend_schema(
+        tags=["events"],
+        extensions=scope("events:read"),
+        summary="One event: the envelope, byte for byte the body its webhooks received",
+        parameters=[EVENT_ID],
+        responses={200: Data[EventEnvelopeJson], **errors_of("EVENT_NOT_FOUND")},
+    )
+    def retrieve(self, request: Request, event_id: str) -> Response:
+        event = selectors.event_get(tenant=tenant_of(request), event_id=event_id)
+        answer: Data[EventEnvelopeJson] = {"data": event_envelope(event)}
+        return Response(answer)

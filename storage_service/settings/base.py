@@ -299,7 +299,8 @@ CELERY_TASK_ROUTES = {"webhooks.tasks.*": {"queue": SERVICE_WEBHOOK_QUEUE}}
 # --- DRF ---------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.auth.ApiKeyAuthentication"],
-    "DEFAULT_PERMISSION_CLASSES": ["accounts.auth.HasProject"],
+    # In order: 401 without a key, then 403 INSUFFICIENT_SCOPE, before throttling counts it.
+    "DEFAULT_PERMISSION_CLASSES": ["accounts.auth.HasProject", "accounts.scopes.HasScope"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["storage_service.parsers.StrictJSONParser"],
     "EXCEPTION_HANDLER": "storage_service.errors.exception_handler",
@@ -500,6 +501,12 @@ SERVICE_WEBHOOK_HOST_CONCURRENCY = env_int(
 )
 # How long a delivery held back by those caps waits before it is looked at again.
 SERVICE_WEBHOOK_DEFER_MS = env_int("SERVICE_WEBHOOK_DEFER_MS", 1000, minimum=10)
+# A replay makes its deliveries this many at a time, the next batch once fewer than half a
+# batch of the endpoint's deliveries wait for a first attempt, looked at every POLL_MS.
+SERVICE_WEBHOOK_REPLAY_BATCH = env_int(
+    "SERVICE_WEBHOOK_REPLAY_BATCH", 100, minimum=2, maximum=10000
+)
+SERVICE_WEBHOOK_REPLAY_POLL_MS = env_int("SERVICE_WEBHOOK_REPLAY_POLL_MS", 200, minimum=10)
 # An endpoint whose every attempt has failed for this long is disabled (Stripe and Svix: 5
 # days); a 410 Gone disables it at once.
 SERVICE_WEBHOOK_DISABLE_AFTER_SECONDS = env_int(

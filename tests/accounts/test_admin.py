@@ -56,3 +56,45 @@ def test_admin_lists_organizations_and_projects(db: None) -> None:
     client = staff_client()
     assert "acme" in client.get("/admin/accounts/organization/").content.decode()
     assert "shop" in client.get("/admin/accounts/project/").content.decode()
+
+
+def test_staff_issue_a_restricted_key_whose_scopes_stay_fixed(db: None) -> None:
+    project = project_create(name="thumbs", organization_name="acme")
+    client = staff_client()
+
+    response = client.post(
+        "/admin/accounts/apikey/add/",
+        {
+            "project": project.id,
+            "environment": "live",
+            "name": "thumbnailer",
+            "restricted_scopes": ["files:read", "files:write"],
+        },
+    )
+
+    assert response.status_code == 302
+    shown = " ".join(str(m) for m in get_messages(response.wsgi_request))
+    raw_key = re.search(r"rk_live_[A-Za-z0-9_-]{43}", shown)
+    assert raw_key is not None
+    key = ApiKey.objects.get(project=project)
+    assert key.scopes == ["files:read", "files:write"]
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {raw_key.group(0)}")
+    assert api.get("/v1/me").json()["data"]["apiKey"]["scopes"] == ["files:read", "files:write"]
+    assert api.get("/v1/webhooks").json()["error"]["code"] == "INSUFFICIENT_SCOPE"
+    page = client.get(f"/admin/accounts/apikey/{key.id}/change/").content.decode()
+    assert "files:read, files:write" in page
+    # The change form has no scopes field: a posted one changes nothing.
+    client.post(
+        f"/admin/accounts/apikey/{key.id}/change/",
+        {"name": "renamed", "restricted_scopes": ["webhooks:write"], "scopes": "webhooks:write"},
+    )
+    key.refresh_from_db()
+    assert key.scopes == ["files:read", "files:write"]
+
+    refused = client.post(
+        "/admin/accounts/apikey/add/",
+        {"project": project.id, "environment": "test", "restricted_scopes": ["files:admin"]},
+    )
+    assert refused.status_code == 200  # the form again, with the error
+    assert ApiKey.objects.filter(project=project).count() == 1

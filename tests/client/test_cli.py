@@ -142,3 +142,35 @@ def test_a_large_upload_and_its_resume_from_the_cli(cli: Cli, tmp_path: Path) ->
     assert (tmp_path / "back.bin").read_bytes() == big.read_bytes()
     missing = cli.run("resume", "upload_00000000000000000000000000", "big.bin")
     assert missing.returncode == 1 and "UPLOAD_NOT_FOUND" in missing.stderr
+
+
+def test_events_and_webhook_rotate_and_replay_subcommands(cli: Cli) -> None:
+    cli.json("upload", *_one_file(cli))
+    listed = cli.json("events", "--limit", "5")
+    assert [e["type"] for e in listed][:2] == ["file.uploaded", "file.created"]
+    only = cli.json("events", "--type", "file.created")
+    assert [e["type"] for e in only] == ["file.created"]
+    shown = cli.json("events", listed[0]["id"])
+    assert shown == listed[0]
+    human = cli.run("events")
+    assert human.returncode == 0 and listed[0]["id"] in human.stdout
+
+    webhook_id = cli.json("webhooks", "add", "http://127.0.0.1:9/hook")["webhook"]["id"]
+    rotated = cli.json("webhooks", "rotate", webhook_id, "--overlap", "600")
+    assert rotated["secret"].startswith("whsec_")
+    assert rotated["webhook"]["previousSecretExpiresAt"] is not None
+    text = cli.run("webhooks", "rotate", webhook_id, "--overlap", "0")
+    assert text.returncode == 0 and "shown once" in text.stdout
+    bad = cli.run("webhooks", "rotate", webhook_id, "--overlap", "604801")
+    assert bad.returncode == 1 and "VALIDATION_ERROR" in bad.stderr
+
+    replayed = cli.json("webhooks", "replay", webhook_id, "--since", listed[-1]["created_at"])
+    assert replayed == {"deliveries": len(listed)}
+    missing = cli.run("events", "evt_00000000000000000000000000")
+    assert missing.returncode == 1 and "EVENT_NOT_FOUND" in missing.stderr
+
+
+def _one_file(cli: Cli) -> list[str]:
+    path = cli.cwd / "note.txt"
+    path.write_bytes(b"an event or two")
+    return [str(path)]

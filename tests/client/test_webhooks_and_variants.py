@@ -134,3 +134,36 @@ def test_verify_refuses_malformed_headers() -> None:
     for header in ["", "t=abc,v1=00", "v1=00", "t=1", "garbage"]:
         with pytest.raises(SignatureError):
             verify(b"{}", header, "whsec_x")
+
+
+def test_events_replay_and_rotation_through_the_client(
+    client: Client, celery_worker: subprocess.Popen, receiver: Receiver
+) -> None:
+    file = client.files.upload(io.BytesIO(b"evented"), filename="e.txt")
+    events = list(client.events.list(page_size=1))
+    assert [e.type for e in events] == ["file.uploaded", "file.created"]
+    assert events[0].data["fileId"] == file.id
+    assert client.events.get(events[0].id) == events[0]
+    assert [e.id for e in client.events.list(type="file.created")] == [events[1].id]
+    with pytest.raises(NotFoundError):
+        client.events.get("evt_00000000000000000000000000")
+
+    webhook, old = client.webhooks.create(receiver.url("/late"), events=["file.uploaded"])
+    count = client.webhooks.replay(webhook.id, since=events[-1].created_at)
+    assert count == 1
+    [replayed] = receiver.wait_for("/late", 1)
+    assert verify(replayed.body, replayed.headers["SERVICE-Signature"], old)["id"] == events[0].id
+
+    rotated, new = client.webhooks.rotate_secret(webhook.id, overlap_seconds=120)
+    assert new != old and rotated.previous_secret_expires_at is not None
+    client.webhooks.replay(webhook.id, since=events[-1].created_at)
+    [_, again] = receiver.wait_for("/late", 2)
+    header = again.headers["SERVICE-Signature"]
+    assert verify(again.body, header, [new])["id"] == events[0].id
+    assert verify(again.body, header, old)["id"] == events[0].id
+    _, newest = client.webhooks.rotate_secret(webhook.id, overlap_seconds=0)
+    client.webhooks.replay(webhook.id, since=events[-1].created_at)
+    third = receiver.wait_for("/late", 3)[2]
+    with pytest.raises(SignatureError):
+        verify(third.body, third.headers["SERVICE-Signature"], [old, new])
+    assert verify(third.body, third.headers["SERVICE-Signature"], [old, newest])

@@ -256,3 +256,17 @@ def test_a_disabled_endpoint_shows_why_and_is_re_enabled_from_the_admin(owner: A
         None,
     )
     assert owner.get(f"/v1/webhooks/{webhook_id}").json()["data"]["status"] == "ACTIVE"
+
+
+def test_the_admin_shows_when_a_rotations_overlap_ends_and_neither_secret(owner: Actor) -> None:
+    webhook_id, first = register(owner)
+    rotated = owner.post(f"/v1/webhooks/{webhook_id}/rotate-secret", {"overlapSeconds": 7200})
+    second = rotated.json()["data"]["secret"]
+    ends = Endpoint.objects.get(id=webhook_id).previous_secret_expires_at
+    assert ends is not None
+    client = staff_client()
+
+    for url in ("/admin/webhooks/endpoint/", f"/admin/webhooks/endpoint/{webhook_id}/change/"):
+        body = html(client, url)
+        assert ends.isoformat(timespec="seconds") in body, url
+        assert first not in body and second not in body, url

@@ -39,9 +39,11 @@ def test_registration_returns_the_endpoint_and_its_secret_once(owner: Actor) -> 
         "status",
         "disabledAt",
         "disabledReason",
+        "previousSecretExpiresAt",
         "createdAt",
     }
     assert webhook["disabledAt"] is None and webhook["disabledReason"] is None
+    assert webhook["previousSecretExpiresAt"] is None
 
 
 def test_the_secret_never_appears_in_list_or_get(owner: Actor) -> None:

@@ -8,6 +8,7 @@ line on stderr and exit code 1. Progress bars go to stderr, only when it is a te
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import sys
@@ -21,7 +22,7 @@ from tqdm import tqdm
 from storage_client._version import __version__
 from storage_client.client import Client
 from storage_client.errors import StorageError
-from storage_client.models import File, Folder, Job, Variant, Webhook
+from storage_client.models import Event, File, Folder, Job, Variant, Webhook
 
 PROG = "storage"
 
@@ -461,6 +462,47 @@ def cmd_webhooks_rm(client: Client, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_webhooks_rotate(client: Client, args: argparse.Namespace) -> int:
+    webhook, secret = client.webhooks.rotate_secret(args.id, overlap_seconds=args.overlap)
+    if args.json:
+        emit_json({"webhook": webhook.raw, "secret": secret})
+    else:
+        print(webhook_line(webhook))
+        print(f"secret: {secret}  (shown once: store it now)")
+        if webhook.previous_secret_expires_at is not None:
+            ends = webhook.previous_secret_expires_at.isoformat(timespec="seconds")
+            print(f"the old secret also signs until {ends}")
+    return 0
+
+
+def cmd_webhooks_replay(client: Client, args: argparse.Namespace) -> int:
+    count = client.webhooks.replay(args.id, since=args.since, until=args.until)
+    if args.json:
+        emit_json({"deliveries": count})
+    else:
+        print(f"{count} deliveries made for {args.id}")
+    return 0
+
+
+def event_line(event: Event) -> str:
+    created = event.created_at.isoformat(timespec="seconds")
+    return f"{event.id}  {created}  {event.type}"
+
+
+def cmd_events(client: Client, args: argparse.Namespace) -> int:
+    if args.id:
+        event = client.events.get(args.id)
+        emit_json(event.raw)  # the envelope, as its webhooks received it
+        return 0
+    events = list(itertools.islice(client.events.list(type=args.type), args.limit))
+    if args.json:
+        emit_json([e.raw for e in events])
+    else:
+        for event in events:
+            print(event_line(event))
+    return 0
+
+
 # --- The parser -------------------------------------------------------------------------------
 
 
@@ -602,6 +644,29 @@ def build_parser() -> argparse.ArgumentParser:
     action = actions.add_parser("rm", parents=[common], help="remove an endpoint")
     action.add_argument("id", metavar="ID")
     action.set_defaults(handler=cmd_webhooks_rm)
+    action = actions.add_parser(
+        "rotate", parents=[common], help="give an endpoint a new signing secret"
+    )
+    action.add_argument("id", metavar="ID")
+    action.add_argument(
+        "--overlap",
+        type=int,
+        metavar="S",
+        help="seconds the old secret still signs, 0 to 604800 (86400)",
+    )
+    action.set_defaults(handler=cmd_webhooks_rotate)
+    action = actions.add_parser(
+        "replay", parents=[common], help="send an endpoint the events of a window again"
+    )
+    action.add_argument("id", metavar="ID")
+    action.add_argument("--since", required=True, metavar="TIME", help="e.g. 2026-11-24T00:00Z")
+    action.add_argument("--until", metavar="TIME", help="default: now")
+    action.set_defaults(handler=cmd_webhooks_replay)
+
+    sub = add("events", cmd_events, "list recent events, newest first, or show one")
+    sub.add_argument("id", nargs="?", metavar="EVENT_ID", help="show this event's envelope")
+    sub.add_argument("--type", metavar="TYPE", help="only this event type (file.uploaded, ...)")
+    sub.add_argument("--limit", type=int, default=20, metavar="N", help="at most N (20)")
     return parser
 
 

@@ -38,7 +38,7 @@ from storage_client.models import (
     Usage,
     Variant,
 )
-from storage_client.webhooks import Webhooks
+from storage_client.webhooks import Events, Webhooks
 
 if TYPE_CHECKING:
     from builtins import ellipsis  # the type of `...`, this client's "leave unchanged"
@@ -108,6 +108,7 @@ class Client:
         self.uploads = Uploads(self)
         self.variants = Variants(self)
         self.webhooks = Webhooks(self._api)
+        self.events = Events(self._api)
 
     def me(self) -> dict[str, Any]:
         """The project, organization and API key this client authenticates as."""

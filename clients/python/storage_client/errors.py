@@ -57,7 +57,8 @@ class AuthenticationError(StorageError):
 
 
 class PermissionDeniedError(StorageError):
-    """403: refused (a limit such as WEBHOOK_LIMIT_REACHED), or a store refused a PUT."""
+    """403: refused (a limit such as WEBHOOK_LIMIT_REACHED, or INSUFFICIENT_SCOPE: a
+    restricted key without the scope the operation needs), or a store refused a PUT."""
 
 
 class NotFoundError(StorageError):

@@ -190,6 +190,8 @@ class Webhook:
     events: list[str]
     status: str
     created_at: datetime
+    # After a secret rotation: until when the replaced secret still signs (None otherwise).
+    previous_secret_expires_at: datetime | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -200,6 +202,28 @@ class Webhook:
             events=[str(e) for e in data.get("events") or []],
             status=str(data["status"]),
             created_at=_time(data, "createdAt"),
+            previous_secret_expires_at=_optional_time(data, "previousSecretExpiresAt"),
+            raw=dict(data),
+        )
+
+
+@dataclass(frozen=True)
+class Event:
+    """An event (``evt_…``), exactly the envelope its webhook deliveries carry."""
+
+    id: str
+    type: str
+    created_at: datetime
+    data: dict[str, Any]
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Event:
+        return cls(
+            id=str(data["id"]),
+            type=str(data["type"]),
+            created_at=_time(data, "created_at"),
+            data=dict(data.get("data") or {}),
             raw=dict(data),
         )
 

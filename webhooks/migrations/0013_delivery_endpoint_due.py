@@ -7,7 +7,7 @@ class Migration(migrations.Migration):
     atomic = False
 
     dependencies = [
-        ("webhooks", "0011_event_types"),
+        ("webhooks", "0012_merge_events_api_event_types"),
     ]
 
     operations = [

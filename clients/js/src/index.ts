@@ -1,0 +1,36 @@
+/**
+ * storage-service-client: the file storage service's client.
+ *
+ * On a server: `new StorageClient({ apiKey, baseUrl })`. In a browser, only
+ * `uploadWithDescriptor` and `uploadParts` (also importable alone from
+ * `storage-service-client/browser`): the page never holds an API key.
+ */
+export {
+  type BatchOperation,
+  type ClientOptions,
+  type Declared,
+  Files,
+  Folders,
+  Jobs,
+  type ListOptions,
+  planParts,
+  StorageClient,
+  type TransformOptions,
+  type UploadOptions,
+  Uploads,
+  Variants,
+  type WaitOptions,
+} from "./client.js";
+export * from "./errors.js";
+export { uploadParts, uploadWithDescriptor, type DescriptorOptions } from "./browser.js";
+export { guessContentType, type UploadSource } from "./source.js";
+export type {
+  MultipartSession,
+  OnProgress,
+  PartsOptions,
+  PresignedPart,
+  Progress,
+} from "./transfer.js";
+export type * from "./types.js";
+export { SIGNATURE_HEADER, type VerifyOptions, verifyWebhook, Webhooks } from "./webhooks.js";
+export { VERSION } from "./http.js";

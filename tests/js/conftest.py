@@ -1,0 +1,88 @@
+"""The JavaScript client (clients/js) against the real stack: a gunicorn API server in its
+own process, SeaweedFS through presigned URLs, the Celery workers. The tests run Node
+(``node --test``) or Chromium as subprocesses and assert on what they report.
+
+``make test`` installs the Node dependencies from clients/js/package-lock.json and builds the
+package (clients/js/dist) before pytest; a checkout without them fails here, saying so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.factories import Actor, make_actor
+from tests.servers import serve_api
+
+ROOT = Path(__file__).resolve().parents[2]
+JS = ROOT / "clients" / "js"
+# A local receiver listens on 127.0.0.1 (the Celery worker's environment allows it too).
+SERVER_ENV = {"SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true"}
+
+
+def node() -> str:
+    found = shutil.which("node")
+    if found is None:
+        pytest.fail("no `node` on PATH: install Node.js 18 or newer")
+    return found
+
+
+def require_built() -> None:
+    if not (JS / "node_modules").is_dir() or not (JS / "dist" / "index.js").is_file():
+        pytest.fail("clients/js is not built: run `make js` (npm ci and the TypeScript build)")
+
+
+@dataclass
+class NodeRun:
+    returncode: int
+    output: str
+    counts: dict[str, int]
+
+
+def run_node(args: list[str], env: dict[str, str], timeout: float, cwd: Path = JS) -> NodeRun:
+    """Run node with ``args``; the TAP summary's counts (``# pass 3``) are parsed."""
+    require_built()
+    completed = subprocess.run(
+        [node(), *args],
+        cwd=cwd,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    output = completed.stdout + completed.stderr
+    counts: dict[str, int] = {}
+    for line in completed.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[0] == "#" and parts[2].isdigit():
+            counts[parts[1]] = int(parts[2])
+    return NodeRun(completed.returncode, output, counts)
+
+
+@pytest.fixture(scope="session")
+def api_base(django_db_setup: None, django_db_blocker: object) -> Iterator[str]:
+    with serve_api(workers=2, **SERVER_ENV) as base:
+        yield base
+
+
+@pytest.fixture
+def actor(transactional_db: None) -> Actor:
+    """A project committed to the database, so the server process sees it."""
+    return make_actor("js-owner", organization="acme")
+
+
+@pytest.fixture
+def api_key(actor: Actor) -> str:
+    return actor.key.raw_key
+
+
+def read_json(path: Path) -> Any:
+    return json.loads(path.read_text())
