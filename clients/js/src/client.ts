@@ -34,7 +34,7 @@ import type {
   UploadDescriptor,
   Variant,
 } from "./types.js";
-import { Webhooks } from "./webhooks.js";
+import { Events, Webhooks } from "./webhooks.js";
 
 const MIB = 1024 * 1024;
 const MIN_PART_SIZE = 8 * MIB;
@@ -80,6 +80,7 @@ export class StorageClient {
   readonly uploads: Uploads;
   readonly variants: Variants;
   readonly webhooks: Webhooks;
+  readonly events: Events;
   readonly jobs: Jobs;
   /** @internal */
   readonly api: Api;
@@ -115,6 +116,7 @@ export class StorageClient {
     this.variants = new Variants(this);
     this.jobs = new Jobs(this);
     this.webhooks = new Webhooks(this.api);
+    this.events = new Events(this.api);
   }
 
   /** What the project stores and serves in the key's mode, and its limits (null when unset). */

@@ -32,5 +32,11 @@ export type {
   Progress,
 } from "./transfer.js";
 export type * from "./types.js";
-export { SIGNATURE_HEADER, type VerifyOptions, verifyWebhook, Webhooks } from "./webhooks.js";
+export {
+  Events,
+  SIGNATURE_HEADER,
+  type VerifyOptions,
+  verifyWebhook,
+  Webhooks,
+} from "./webhooks.js";
 export { VERSION } from "./http.js";

@@ -36,6 +36,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The events of the key's mode, newest first (the retention window's)
+         * @description Each item is the envelope exactly as webhook endpoints receive it. A parameter given twice answers 400.
+         */
+        get: operations["events_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/events/{event_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One event: the envelope, byte for byte the body its webhooks received
+         * @description The events webhooks receive, read back: the key's mode, the retention window.
+         */
+        get: operations["events_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/files": {
         parameters: {
             query?: never;
@@ -626,6 +666,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks/{webhook_id}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send the endpoint every retained event of a window again, as new deliveries
+         * @description A new delivery, attempted at once, for every event of the window (`since` included, `until` excluded; `until` defaults to now) that the endpoint's subscription matches, whether or not it was delivered before. Both ends lie within the event retention window and not in the future. The deliveries go through the same per-project caps as live ones, so a large replay is sent at the pace the receiver keeps up with; an event that passes the retention window before its turn is skipped.
+         */
+        post: operations["webhooks_replay"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{webhook_id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Give the endpoint a new signing secret (shown once, in this answer)
+         * @description The new secret signs every delivery from now on (retries, redeliveries and replays too). For `overlapSeconds` (default 86400, at most 604800; 0 ends it at once) the replaced secret signs them as well: `SERVICE-Signature: t=<t>,v1=<new>,v1=<old>`, which Stripe's verifiers and the Python client's accept under either secret. A rotation ends any earlier overlap: at most two secrets sign at once.
+         */
+        post: operations["webhooks_rotate_secret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     event: {
@@ -639,7 +719,7 @@ export interface webhooks {
         put?: never;
         /**
          * An event, POSTed to each endpoint subscribed to its type
-         * @description Sent with `Content-Type: application/json`, `User-Agent: SERVICE-Webhooks/1.0` and `SERVICE-Signature: t=<unix seconds>,v1=<hex>`, where `v1` is the HMAC-SHA256, under the endpoint's secret, of `<t>.<raw body>`. Verify it over the raw body before parsing it, reject a timestamp more than about 5 minutes old, deduplicate on the envelope's `id`, and answer 2xx within 10 seconds. Any other answer, or none, is retried after 1 s, 5 s, 30 s and 2 min (`SERVICE_WEBHOOK_RETRY_DELAYS_MS`), then the delivery is `FAILED`.
+         * @description Sent with `Content-Type: application/json`, `User-Agent: SERVICE-Webhooks/1.0` and `SERVICE-Signature: t=<unix seconds>,v1=<hex>`, where `v1` is the HMAC-SHA256, under the endpoint's secret, of `<t>.<raw body>` (during a secret rotation's overlap, a second `v1=` under the replaced secret: accept the request when any `v1` matches, as Stripe's verifiers do). Verify it over the raw body before parsing it, reject a timestamp more than about 5 minutes old, deduplicate on the envelope's `id`, and answer 2xx within 10 seconds. Any other answer, or none, is retried after 1 s, 5 s, 30 s and 2 min (`SERVICE_WEBHOOK_RETRY_DELAYS_MS`), then the delivery is `FAILED`.
          */
         post: operations["webhook_event"];
         delete?: never;
@@ -858,6 +938,7 @@ export interface components {
              * @example 2026-11-22T03:55:04.086Z
              */
             created_at: string;
+            /** EventPayload */
             data: {
                 [key: string]: unknown;
             };
@@ -865,6 +946,15 @@ export interface components {
             id: string;
             /** @enum {string} */
             type: "file.created" | "file.uploaded" | "file.downloaded" | "file.replaced" | "file.copied" | "file.renamed" | "file.moved" | "file.metadata_updated" | "file.processed" | "file.processing_failed" | "file.deleted" | "file.restored" | "file.purged" | "file.expired" | "upload.initiated" | "upload.completed" | "upload.aborted" | "webhook_endpoint.disabled" | "folder.moved" | "folder.deleted" | "folder.restored";
+        };
+        /** @description The contract's `{"data": ...}` envelope. */
+        EventEnvelopeData: {
+            data: components["schemas"]["EventEnvelope"];
+        };
+        /** @description A keyset page: the items, and how to ask for the next page. */
+        EventEnvelopePaged: {
+            data: components["schemas"]["EventEnvelope"][];
+            pagination: components["schemas"]["Pagination"];
         };
         /** @description A file: its logical name, folder and metadata, and its current version's bytes. `uploadedAt` and `checksum` appear once it is uploaded; `deletedAt` only while it is deleted; `expiresAt` is always there (null when the file does not expire). */
         File: {
@@ -1053,7 +1143,7 @@ export interface components {
             organization: components["schemas"]["MeOrganization"];
             project: components["schemas"]["MeProject"];
         };
-        /** @description The key itself is never shown again; `prefix` is its first 16 characters. */
+        /** @description The key itself is never shown again; `prefix` is its first 16 characters (`sk_` for a full key, `rk_` for a restricted one). `scopes`: what the key may do (every scope for a full key). */
         MeApiKey: {
             /**
              * Format: date-time
@@ -1066,6 +1156,7 @@ export interface components {
             id: string;
             /** @example sk_test_kvoKWrGu */
             prefix: string;
+            scopes: ("files:read" | "files:write" | "webhooks:read" | "webhooks:write" | "events:read")[];
         };
         /** @description The contract's `{"data": ...}` envelope. */
         MeData: {
@@ -1184,6 +1275,44 @@ export interface components {
             contentType: string;
             /** @description Bytes; at most 5368709120 (`SERVICE_MAX_SINGLE_UPLOAD_BYTES`); above it, 413 `FILE_TOO_LARGE`. */
             size: number;
+        };
+        /** @description How many deliveries the replay makes: one per retained event of the window that the endpoint's subscription matches, attempted at once, paced by the per-project caps. */
+        Replay: {
+            deliveries: number;
+        };
+        /** @description The contract's `{"data": ...}` envelope. */
+        ReplayData: {
+            data: components["schemas"]["Replay"];
+        };
+        /**
+         * @description Refuses fields it does not know, so a typo ("fileName") is an error, not a no-op.
+         *
+         *     Whole-body rules are class attributes, enforced here and stated in the document by
+         *     ``StrictSerializerExtension``: ``min_fields`` (at least that many fields present) and
+         *     ``require_any`` (at least one of these fields present and not null).
+         */
+        ReplayRequest: {
+            /**
+             * Format: date-time
+             * @example 2026-11-22T03:55:04.086Z
+             */
+            since: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T03:55:04.086Z
+             */
+            until?: string;
+        };
+        /**
+         * @description Refuses fields it does not know, so a typo ("fileName") is an error, not a no-op.
+         *
+         *     Whole-body rules are class attributes, enforced here and stated in the document by
+         *     ``StrictSerializerExtension``: ``min_fields`` (at least that many fields present) and
+         *     ``require_any`` (at least one of these fields present and not null).
+         */
+        RotateSecretRequest: {
+            /** @default 86400 */
+            overlapSeconds: number;
         };
         SignedParts: {
             /** @example upload_01m80p9qhfbw0rf406y6kr13qe */
@@ -1407,7 +1536,7 @@ export interface components {
             quality: number;
             width: number | null;
         };
-        /** @description A registered endpoint, as every read shows it: never its secret. `events` lists the types sent to it (every type, including later ones, when it was registered without). `status` is `DISABLED` once the endpoint answered 410 Gone (`disabledReason` `GONE`) or failed every attempt for 5 days (`FAILING`; the setting `SERVICE_WEBHOOK_DISABLE_AFTER_SECONDS`): nothing is sent to it until it is re-enabled (`POST /v1/webhooks/{webhook_id}/enable`). `disabledAt` and `disabledReason` are null while it is `ACTIVE`. */
+        /** @description A registered endpoint, as every read shows it: never its secret. `events` lists the types sent to it (every type, including later ones, when it was registered without). `previousSecretExpiresAt`: after a secret rotation, until when the replaced secret still signs every delivery beside the new one (null outside an overlap). `status` is `DISABLED` once the endpoint answered 410 Gone (`disabledReason` `GONE`) or failed every attempt for 5 days (`FAILING`; the setting `SERVICE_WEBHOOK_DISABLE_AFTER_SECONDS`): nothing is sent to it until it is re-enabled (`POST /v1/webhooks/{webhook_id}/enable`). `disabledAt` and `disabledReason` are null while it is `ACTIVE`. */
         Webhook: {
             /**
              * Format: date-time
@@ -1424,13 +1553,18 @@ export interface components {
             events: ("file.created" | "file.uploaded" | "file.downloaded" | "file.replaced" | "file.copied" | "file.renamed" | "file.moved" | "file.metadata_updated" | "file.processed" | "file.processing_failed" | "file.deleted" | "file.restored" | "file.purged" | "file.expired" | "upload.initiated" | "upload.completed" | "upload.aborted" | "webhook_endpoint.disabled" | "folder.moved" | "folder.deleted" | "folder.restored")[];
             /** @example wh_01m80p9qhfbw0rf406y6kr13qe */
             id: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T03:55:04.086Z
+             */
+            previousSecretExpiresAt: string | null;
             /** @enum {string} */
             status: "ACTIVE" | "DISABLED";
             url: string;
         };
-        /** @description The registration's answer: the only time the signing secret is shown. */
+        /** @description The registration's or a rotation's answer: the only times the signing secret is shown. */
         WebhookCreated: {
-            /** @description Signs every delivery: `SERVICE-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of '<t>.<raw body>'>`. Store it now. */
+            /** @description Signs every delivery: `SERVICE-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of '<t>.<raw body>'>` (during a rotation's overlap, a second `v1=` under the replaced secret). Store it now. */
             secret: string;
             webhook: components["schemas"]["Webhook"];
         };
@@ -1531,6 +1665,176 @@ export interface operations {
             };
         };
     };
+    events_list: {
+        parameters: {
+            query?: {
+                cursor?: string;
+                limit?: number;
+                /** @description Only this event type. */
+                type?: "file.created" | "file.uploaded" | "file.downloaded" | "file.replaced" | "file.copied" | "file.renamed" | "file.moved" | "file.metadata_updated" | "file.processed" | "file.processing_failed" | "file.deleted" | "file.restored" | "file.purged" | "file.expired" | "upload.initiated" | "upload.completed" | "upload.aborted" | "webhook_endpoint.disabled" | "folder.moved" | "folder.deleted" | "folder.restored";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventEnvelopePaged"];
+                };
+            };
+            /** @description Codes: `VALIDATION_ERROR` */
+            400: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `UNAUTHENTICATED` */
+            401: {
+                headers: {
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `INSUFFICIENT_SCOPE` */
+            403: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description Seconds until the key's next one-minute window. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `SERVICE_UNAVAILABLE` */
+            503: {
+                headers: {
+                    /** @description With `SERVICE_UNAVAILABLE`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    events_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A `evt_` id. */
+                event_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventEnvelopeData"];
+                };
+            };
+            /** @description Codes: `UNAUTHENTICATED` */
+            401: {
+                headers: {
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `INSUFFICIENT_SCOPE` */
+            403: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `EVENT_NOT_FOUND` */
+            404: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description Seconds until the key's next one-minute window. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `SERVICE_UNAVAILABLE` */
+            503: {
+                headers: {
+                    /** @description With `SERVICE_UNAVAILABLE`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     files_list: {
         parameters: {
             query?: {
@@ -1584,6 +1888,17 @@ export interface operations {
             401: {
                 headers: {
                     "WWW-Authenticate"?: "Bearer";
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `INSUFFICIENT_SCOPE` */
+            403: {
+                headers: {
                     /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -1646,6 +1961,17 @@ export interface operations {
             401: {
                 headers: {
                     "WWW-Authenticate"?: "Bearer";
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `INSUFFICIENT_SCOPE` */
+            403: {
+                headers: {
                     /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -1719,6 +2045,17 @@ export interface operations {
             401: {
                 headers: {
                     "WWW-Authenticate"?: "Bearer";
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `INSUFFICIENT_SCOPE` */
+            403: {
+                headers: {
                     /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -1807,6 +2144,17 @@ export interface operations {
             401: {
                 headers: {
                     "WWW-Authenticate"?: "Bearer";
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `INSUFFICIENT_SCOPE` */
+            403: {
+                headers: {
                     /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -1917,6 +2265,17 @@ export interface operations {
             401: {
                 headers: {
                     "WWW-Authenticate"?: "Bearer";
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `INSUFFICIENT_SCOPE` */
+            403: {
+                headers: {
                     /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -2057,6 +2416,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Codes: `INSUFFICIENT_SCOPE` */
+            403: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Codes: `FILE_NOT_FOUND` */
             404: {
                 headers: {
@@ -2170,6 +2540,17 @@ export interface operations {
             401: {
                 headers: {
                     "WWW-Authenticate"?: "Bearer";
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `INSUFFICIENT_SCOPE` */
+            403: {
+                headers: {
                     /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -2299,7 +2680,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Codes: `QUOTA_EXCEEDED` */
+            /** @description Codes: `QUOTA_EXCEEDED`, `INSUFFICIENT_SCOPE` */
             403: {
                 headers: {
                     /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
@@ -2442,6 +2823,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Codes: `INSUFFICIENT_SCOPE` */
+            403: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Codes: `FILE_NOT_FOUND` */
             404: {
                 headers: {
@@ -2574,6 +2966,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Codes: `INSUFFICIENT_SCOPE` */
+            403: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Codes: `FILE_NOT_FOUND` */
             404: {
                 headers: {
@@ -2687,6 +3090,17 @@ export interface operations {
             401: {
                 headers: {
                     "WWW-Authenticate"?: "Bearer";
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `INSUFFICIENT_SCOPE` */
+            403: {
+                headers: {
                     /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -2826,6 +3240,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Codes: `INSUFFICIENT_SCOPE` */
+            403: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Codes: `FILE_NOT_FOUND` */
             404: {
                 headers: {
@@ -2908,6 +3333,17 @@ export interface operations {
             401: {
                 headers: {
                     "WWW-Authenticate"?: "Bearer";
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `INSUFFICIENT_SCOPE` */
+            403: {
+                headers: {
                     /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -3037,6 +3473,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Codes: `INSUFFICIENT_SCOPE` */
+            403: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Codes: `IDEMPOTENCY_KEY_REUSED` */
             409: {
                 headers: {
@@ -3149,7 +3596,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Codes: `QUOTA_EXCEEDED` */
+            /** @description Codes: `QUOTA_EXCEEDED`, `INSUFFICIENT_SCOPE` */
             403: {
                 headers: {
                     /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
@@ -3279,6 +3726,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Codes: `INSUFFICIENT_SCOPE` */
+            403: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Codes: `RATE_LIMITED` */
             429: {
                 headers: {
@@ -3345,6 +3803,17 @@ export interface operations {
             401: {
                 headers: {
                     "WWW-Authenticate"?: "Bearer";
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `INSUFFICIENT_SCOPE` */
+            403: {
+                headers: {
                     /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -3460,6 +3929,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Codes: `INSUFFICIENT_SCOPE` */
+            403: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Codes: `FOLDER_NOT_FOUND` */
             404: {
                 headers: {
@@ -3559,6 +4039,17 @@ export interface operations {
             401: {
                 headers: {
                     "WWW-Authenticate"?: "Bearer";
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `INSUFFICIENT_SCOPE` */
+            403: {
+                headers: {
                     /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -3677,6 +4168,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Codes: `INSUFFICIENT_SCOPE` */
+            403: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Codes: `RATE_LIMITED` */
             429: {
                 headers: {
@@ -3731,6 +4233,17 @@ export interface operations {
             401: {
                 headers: {
                     "WWW-Authenticate"?: "Bearer";
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `INSUFFICIENT_SCOPE` */
+            403: {
+                headers: {
                     /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -3888,7 +4401,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Codes: `QUOTA_EXCEEDED` */
+            /** @description Codes: `QUOTA_EXCEEDED`, `INSUFFICIENT_SCOPE` */
             403: {
                 headers: {
                     /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
@@ -4005,6 +4518,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Codes: `INSUFFICIENT_SCOPE` */
+            403: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Codes: `UPLOAD_NOT_FOUND` */
             404: {
                 headers: {
@@ -4096,6 +4620,17 @@ export interface operations {
             401: {
                 headers: {
                     "WWW-Authenticate"?: "Bearer";
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `INSUFFICIENT_SCOPE` */
+            403: {
+                headers: {
                     /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -4221,6 +4756,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Codes: `INSUFFICIENT_SCOPE` */
+            403: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Codes: `UPLOAD_NOT_FOUND` */
             404: {
                 headers: {
@@ -4312,6 +4858,17 @@ export interface operations {
             401: {
                 headers: {
                     "WWW-Authenticate"?: "Bearer";
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `INSUFFICIENT_SCOPE` */
+            403: {
+                headers: {
                     /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -4482,6 +5039,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Codes: `INSUFFICIENT_SCOPE` */
+            403: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Codes: `RATE_LIMITED` */
             429: {
                 headers: {
@@ -4556,7 +5124,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Codes: `WEBHOOK_LIMIT_REACHED` */
+            /** @description Codes: `WEBHOOK_LIMIT_REACHED`, `INSUFFICIENT_SCOPE` */
             403: {
                 headers: {
                     /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
@@ -4651,6 +5219,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Codes: `INSUFFICIENT_SCOPE` */
+            403: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Codes: `WEBHOOK_NOT_FOUND` */
             404: {
                 headers: {
@@ -4716,6 +5295,17 @@ export interface operations {
             401: {
                 headers: {
                     "WWW-Authenticate"?: "Bearer";
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `INSUFFICIENT_SCOPE` */
+            403: {
+                headers: {
                     /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -4811,6 +5401,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Codes: `INSUFFICIENT_SCOPE` */
+            403: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Codes: `WEBHOOK_NOT_FOUND` */
             404: {
                 headers: {
@@ -4893,6 +5494,17 @@ export interface operations {
             401: {
                 headers: {
                     "WWW-Authenticate"?: "Bearer";
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `INSUFFICIENT_SCOPE` */
+            403: {
+                headers: {
                     /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -5014,6 +5626,259 @@ export interface operations {
             401: {
                 headers: {
                     "WWW-Authenticate"?: "Bearer";
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `INSUFFICIENT_SCOPE` */
+            403: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `WEBHOOK_NOT_FOUND` */
+            404: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `PAYLOAD_TOO_LARGE` */
+            413: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `VALIDATION_ERROR` */
+            415: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description Seconds until the key's next one-minute window. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `SERVICE_UNAVAILABLE` */
+            503: {
+                headers: {
+                    /** @description With `SERVICE_UNAVAILABLE`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhooks_replay: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A `wh_` id. */
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReplayRequest"];
+            };
+        };
+        responses: {
+            202: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReplayData"];
+                };
+            };
+            /** @description Codes: `VALIDATION_ERROR` */
+            400: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `UNAUTHENTICATED` */
+            401: {
+                headers: {
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `INSUFFICIENT_SCOPE` */
+            403: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `WEBHOOK_NOT_FOUND` */
+            404: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `PAYLOAD_TOO_LARGE` */
+            413: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `VALIDATION_ERROR` */
+            415: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description Seconds until the key's next one-minute window. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `SERVICE_UNAVAILABLE` */
+            503: {
+                headers: {
+                    /** @description With `SERVICE_UNAVAILABLE`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhooks_rotate_secret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A `wh_` id. */
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["RotateSecretRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookCreatedData"];
+                };
+            };
+            /** @description Codes: `VALIDATION_ERROR` */
+            400: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `UNAUTHENTICATED` */
+            401: {
+                headers: {
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `INSUFFICIENT_SCOPE` */
+            403: {
+                headers: {
                     /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
                     "X-Request-Id"?: string;
                     [name: string]: unknown;

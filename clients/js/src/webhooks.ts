@@ -95,6 +95,22 @@ export async function verifyWebhook(
   return event as WebhookEvent;
 }
 
+const iso = (when: string | Date): string => (when instanceof Date ? when.toISOString() : when);
+
+/** The events of the key's mode, exactly as webhooks receive them, for the retention window. */
+export class Events {
+  constructor(private readonly api: Api) {}
+
+  /** Newest first, every page: `for await (const event of client.events.list({ type }))`. */
+  list(options: { type?: WebhookEvent["type"]; limit?: number } = {}): AsyncGenerator<WebhookEvent> {
+    return this.api.pages<WebhookEvent>("/events", options);
+  }
+
+  async get(eventId: string): Promise<WebhookEvent> {
+    return (await this.api.request<Schemas["EventEnvelopeData"]>("GET", `/events/${eventId}`)).data;
+  }
+}
+
 /** The project's webhook endpoints and their delivery logs. */
 export class Webhooks {
   constructor(private readonly api: Api) {}
@@ -136,6 +152,29 @@ export class Webhooks {
     return this.api.pages<Delivery>(`/webhooks/${webhookId}/deliveries`, {
       limit: options.limit,
     });
+  }
+
+  /** A new delivery, attempted at once, of every retained event from `since` (to `until`)
+   * that the endpoint subscribes to; resolves to how many. Timestamps: ISO 8601 or Date. */
+  async replay(
+    webhookId: string,
+    window: { since: string | Date; until?: string | Date },
+  ): Promise<{ deliveries: number }> {
+    const json: Record<string, string> = { since: iso(window.since) };
+    if (window.until !== undefined) json.until = iso(window.until);
+    const path = `/webhooks/${webhookId}/replay`;
+    return (await this.api.request<Schemas["ReplayData"]>("POST", path, { json })).data;
+  }
+
+  /** A new signing secret, shown this once. Until `overlapSeconds` (default 86 400) pass,
+   * deliveries are signed with both: verify with `[newSecret, oldSecret]` meanwhile. */
+  async rotateSecret(
+    webhookId: string,
+    options: { overlapSeconds?: number } = {},
+  ): Promise<{ webhook: Webhook; secret: string }> {
+    const path = `/webhooks/${webhookId}/rotate-secret`;
+    return (await this.api.request<Schemas["WebhookCreatedData"]>("POST", path, { json: options }))
+      .data;
   }
 
   /** Send a FAILED or PENDING delivery again now. */
