@@ -65,7 +65,7 @@ def usage_json(usage: ProjectUsage, limits: ProjectLimits | None) -> UsageJson:
 
 class UsageView(APIView):
     @extend_schema(
-        tags=["identity"],
+        tags=["usage"],
         extensions=scope(None),
         summary="What this mode stores and downloads, and its limits",
         description="`storage.bytes` is what the store holds for the key's mode: every "

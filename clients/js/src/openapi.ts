@@ -561,7 +561,7 @@ export interface paths {
          * What this mode stores and downloads, and its limits
          * @description `storage.bytes` is what the store holds for the key's mode: every version, the trash until it is purged, and variants; a copy shares its source's bytes. `bandwidth` counts the bytes of download URLs issued this UTC month. A limit staff have not set is null.
          */
-        get: operations["identity_get_2"];
+        get: operations["usage_get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -4949,7 +4949,7 @@ export interface operations {
             };
         };
     };
-    identity_get_2: {
+    usage_get: {
         parameters: {
             query?: never;
             header?: never;
