@@ -11,11 +11,13 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 from django.conf import settings
+from django.test import override_settings
 
 from storage_service import objectstore
 from storage_service.celery import app
 from tests.factories import Actor, make_actor
 from tests.subprocesses import database_url
+from tests.webhook_receiver import Receiver, running_receiver
 from variants import services as variants_services
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,6 +63,17 @@ def _variant_messages_only_when_asked(
     thumbnails while their tables are being truncated (a deadlock at teardown)."""
     if "variant_messages" not in request.fixturenames:
         monkeypatch.setattr(variants_services, "enqueue", lambda variant_id: None)
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    """A real HTTP receiver on 127.0.0.1, which webhooks registered in this process may reach
+    while it runs (the suite's Celery workers allow private networks in their environment)."""
+    with (
+        running_receiver() as running,
+        override_settings(SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS=True),
+    ):
+        yield running
 
 
 @pytest.fixture
@@ -129,7 +142,9 @@ def celery_worker(django_db_setup: None, django_db_blocker: object) -> Iterator[
         cwd=ROOT,
         env=env,
     )
-    deadline = time.monotonic() + 30
+    # Generous: two workers importing Django on a loaded 2-core machine take a while, and a
+    # ready pair ends the wait at once.
+    deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         replies = app.control.ping(timeout=0.5)
         if len(replies or []) >= 2:
@@ -139,7 +154,7 @@ def celery_worker(django_db_setup: None, django_db_blocker: object) -> Iterator[
     else:
         worker.kill()
         webhook_worker.kill()
-        raise RuntimeError("the Celery worker did not answer within 30 s")
+        raise RuntimeError("the Celery worker did not answer within 90 s")
     yield worker
     for process in (worker, webhook_worker):
         process.terminate()

@@ -73,3 +73,14 @@ def wait_for(condition: Callable[[], Any], timeout: float = 30.0, what: str = ""
             return result
         time.sleep(0.1)
     raise AssertionError(f"not met in {timeout} s: {what or condition}")
+
+
+def register_webhook(actor: Actor, url: str, events: list[str] | None = None) -> tuple[str, str]:
+    """Register an endpoint through the API; its id and its signing secret."""
+    body: dict[str, object] = {"url": url}
+    if events is not None:
+        body["events"] = events
+    response = actor.post("/v1/webhooks", body)
+    assert response.status_code == 201, response.json()
+    data = response.json()["data"]
+    return data["webhook"]["id"], data["secret"]

@@ -7,7 +7,6 @@ import io
 import json
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,15 +14,9 @@ from storage_client import Client, ConflictError, NotFoundError, Variant
 from storage_client.webhooks import SignatureError, verify
 
 from tests.factories import image_bytes
-from tests.webhook_receiver import Answer, Receiver, running_receiver
+from tests.webhook_receiver import Answer, Receiver
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    with running_receiver() as running:
-        yield running
 
 
 def wait_for_status(client: Client, webhook_id: str, status: str, timeout: float = 20) -> None:

@@ -9,12 +9,8 @@ import time
 import pytest
 
 from files.models import Job
-from tests.e2e.test_webhooks import (  # noqa: F401 (fixtures)
-    _private_networks_allowed,
-    receiver,
-    register,
-)
 from tests.factories import make_actor
+from tests.helpers import register_webhook
 from tests.jobs.seeding import job_of, seed_files
 from tests.webhook_receiver import Receiver, verify_signature
 
@@ -23,12 +19,12 @@ pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 def test_a_folder_move_delivers_each_files_event_and_the_folders(
     celery_worker: subprocess.Popen,
-    receiver: Receiver,  # noqa: F811
+    receiver: Receiver,
 ) -> None:
     owner = make_actor("e2e-folder-jobs")
     outsider = make_actor("e2e-folder-jobs-outsider")
-    _, secret = register(owner, receiver.url("/owner"), ["file.moved", "folder.moved"])
-    register(outsider, receiver.url("/outsider"))
+    _, secret = register_webhook(owner, receiver.url("/owner"), ["file.moved", "folder.moved"])
+    register_webhook(outsider, receiver.url("/outsider"))
     files = seed_files(owner, ["inbox", "inbox/a", "inbox/a/b"])
 
     job = job_of(owner.post("/v1/folders/move", {"from": "inbox", "to": "done"}))

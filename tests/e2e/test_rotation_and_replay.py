@@ -6,45 +6,21 @@ from __future__ import annotations
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
 import stripe
-from django.test import override_settings
 from django.utils import timezone
 from storage_client.webhooks import SignatureError, verify
 
 from accounts.tenancy import Tenant
 from storage_service.ids import new_id
-from tests.factories import Actor, make_actor
-from tests.helpers import uploaded_file
-from tests.webhook_receiver import Answer, Receiver, running_receiver, signatures
+from tests.factories import make_actor
+from tests.helpers import register_webhook, uploaded_file
+from tests.webhook_receiver import Answer, Receiver, signatures
 from webhooks.models import Delivery, Endpoint, Event
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture(autouse=True)
-def _private_networks_allowed() -> Iterator[None]:
-    with override_settings(SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS=True):
-        yield
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    with running_receiver() as running:
-        yield running
-
-
-def register(actor: Actor, url: str, events: list[str] | None = None) -> tuple[str, str]:
-    body: dict[str, object] = {"url": url}
-    if events is not None:
-        body["events"] = events
-    response = actor.post("/v1/webhooks", body)
-    assert response.status_code == 201, response.json()
-    data = response.json()["data"]
-    return data["webhook"]["id"], data["secret"]
 
 
 def stripe_accepts(body: bytes, header: str, secret: str) -> bool:
@@ -71,7 +47,7 @@ def test_during_an_overlap_both_secrets_verify_and_after_it_only_the_new_one(
     celery_worker: subprocess.Popen, receiver: Receiver
 ) -> None:
     owner = make_actor("rotating")
-    webhook_id, old = register(owner, receiver.url("/hook"), ["file.created"])
+    webhook_id, old = register_webhook(owner, receiver.url("/hook"), ["file.created"])
     rotated = owner.post(f"/v1/webhooks/{webhook_id}/rotate-secret", {"overlapSeconds": 3600})
     new = rotated.json()["data"]["secret"]
 
@@ -107,7 +83,7 @@ def test_retries_during_the_overlap_carry_both_signatures(
     celery_worker: subprocess.Popen, receiver: Receiver
 ) -> None:
     owner = make_actor("retried")
-    webhook_id, old = register(owner, receiver.url("/flaky"), ["file.created"])
+    webhook_id, old = register_webhook(owner, receiver.url("/flaky"), ["file.created"])
     new = owner.post(f"/v1/webhooks/{webhook_id}/rotate-secret").json()["data"]["secret"]
     receiver.script("/flaky", Answer(status=500))
 
@@ -140,8 +116,8 @@ def test_a_replay_of_ten_thousand_events_arrives_exactly_once_per_delivery(
         for i in range(10_000)
     ]
     Event.objects.bulk_create(events, batch_size=2000)
-    webhook_id, secret = register(owner, receiver.url("/replay"))
-    register(other, receiver.url("/live"), ["file.created"])
+    webhook_id, secret = register_webhook(owner, receiver.url("/replay"))
+    register_webhook(other, receiver.url("/live"), ["file.created"])
 
     started = time.monotonic()
     response = owner.post(

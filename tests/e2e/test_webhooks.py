@@ -8,48 +8,23 @@ from __future__ import annotations
 
 import subprocess
 import time
-from collections.abc import Iterator
 from datetime import timedelta
 from itertools import pairwise
 from unittest import mock
 
 import pytest
 from django.conf import settings
-from django.test import override_settings
 from django.utils import timezone
 
 from tests.factories import Actor, make_actor
-from tests.helpers import uploaded_file
-from tests.webhook_receiver import Answer, Receiver, running_receiver, verify_signature
+from tests.helpers import register_webhook, uploaded_file
+from tests.webhook_receiver import Answer, Receiver, verify_signature
 from webhooks.models import Delivery, Event
 from webhooks.tasks import sweep_due_deliveries
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 DELAYS = [ms / 1000 for ms in settings.SERVICE_WEBHOOK_RETRY_DELAYS_MS]
-
-
-@pytest.fixture(autouse=True)
-def _private_networks_allowed() -> Iterator[None]:
-    """The receiver listens on 127.0.0.1 (the worker's environment allows it too)."""
-    with override_settings(SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS=True):
-        yield
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    with running_receiver() as running:
-        yield running
-
-
-def register(actor: Actor, url: str, events: list[str] | None = None) -> tuple[str, str]:
-    body: dict[str, object] = {"url": url}
-    if events is not None:
-        body["events"] = events
-    response = actor.post("/v1/webhooks", body)
-    assert response.status_code == 201, response.json()
-    data = response.json()["data"]
-    return data["webhook"]["id"], data["secret"]
 
 
 def deliveries(actor: Actor, webhook_id: str) -> list[dict]:
@@ -72,7 +47,7 @@ def test_signed_events_of_a_real_upload_reach_the_receiver(
     celery_worker: subprocess.Popen, receiver: Receiver
 ) -> None:
     owner = make_actor("hooked")
-    webhook_id, secret = register(owner, receiver.url("/all"))
+    webhook_id, secret = register_webhook(owner, receiver.url("/all"))
 
     file = uploaded_file(owner)
 
@@ -108,11 +83,11 @@ def test_each_endpoint_gets_only_what_it_subscribed_to(
     celery_worker: subprocess.Popen, receiver: Receiver
 ) -> None:
     owner = make_actor("filtered")
-    register(owner, receiver.url("/uploaded"), ["file.uploaded"])
-    register(owner, receiver.url("/deleted"), ["file.deleted", "upload.aborted"])
-    register(owner, receiver.url("/all"))
+    register_webhook(owner, receiver.url("/uploaded"), ["file.uploaded"])
+    register_webhook(owner, receiver.url("/deleted"), ["file.deleted", "upload.aborted"])
+    register_webhook(owner, receiver.url("/all"))
     other = make_actor("unrelated")
-    register(other, receiver.url("/other"))
+    register_webhook(other, receiver.url("/other"))
 
     file = uploaded_file(owner)
     assert owner.delete(f"/v1/files/{file['id']}").status_code == 200
@@ -131,7 +106,7 @@ def test_a_receiver_that_fails_once_gets_the_same_event_again(
 ) -> None:
     owner = make_actor("flaky")
     receiver.script("/flaky", Answer(500))
-    webhook_id, secret = register(owner, receiver.url("/flaky"), ["file.created"])
+    webhook_id, secret = register_webhook(owner, receiver.url("/flaky"), ["file.created"])
 
     uploaded_file(owner)
 
@@ -149,7 +124,7 @@ def test_a_receiver_that_always_fails_gets_every_retry_then_redelivery(
 ) -> None:
     owner = make_actor("down")
     receiver.script("/down", *[Answer(503)] * (len(DELAYS) + 1))
-    webhook_id, _ = register(owner, receiver.url("/down"), ["file.created"])
+    webhook_id, _ = register_webhook(owner, receiver.url("/down"), ["file.created"])
 
     uploaded_file(owner)
 
@@ -180,7 +155,7 @@ def test_a_receiver_slower_than_the_timeout_is_a_failed_attempt(
     assert timeout == 10  # the contract's limit, not a shortened one
     owner = make_actor("slow")
     receiver.script("/slow", Answer(200, delay=timeout + 1))
-    webhook_id, _ = register(owner, receiver.url("/slow"), ["file.created"])
+    webhook_id, _ = register_webhook(owner, receiver.url("/slow"), ["file.created"])
 
     uploaded_file(owner)
 
@@ -196,7 +171,7 @@ def test_a_lost_message_is_sent_by_the_sweep(
     celery_worker: subprocess.Popen, receiver: Receiver
 ) -> None:
     owner = make_actor("lost")
-    webhook_id, _ = register(owner, receiver.url("/lost"), ["file.created"])
+    webhook_id, _ = register_webhook(owner, receiver.url("/lost"), ["file.created"])
 
     # Redis (or the message) is lost: enqueueing raises, the API still answers.
     with mock.patch("webhooks.services.app.send_task", side_effect=ConnectionError):

@@ -36,7 +36,7 @@ from tests.helpers import start_upload, uploaded_file, wait_for
 from tests.servers import ROOT, free_port
 from tests.subprocesses import database_url
 from tests.variants.images import encode, stripes
-from tests.webhook_receiver import Answer, Receiver, running_receiver
+from tests.webhook_receiver import Answer, Receiver
 from variants import services as variant_services
 from variants.models import Variant
 from webhooks.models import Delivery, Event
@@ -159,15 +159,6 @@ def spawn_worker(private_broker: RedisServer) -> Iterator[Spawn]:
         if process.poll() is None:
             process.kill()
         process.wait(timeout=10)
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    with (
-        running_receiver() as running,
-        override_settings(SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS=True),
-    ):
-        yield running
 
 
 @contextmanager

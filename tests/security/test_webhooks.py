@@ -260,12 +260,6 @@ def test_a_hanging_receiver_does_not_delay_another_projects_deliveries(
 wait_until = partial(helpers.wait_for, timeout=20.0)
 
 
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    with running_receiver() as running:
-        yield running
-
-
 def test_a_410_disables_the_endpoint_at_once_says_so_and_can_be_re_enabled(
     celery_worker: Any, receiver: Receiver, allowing_url: str
 ) -> None:

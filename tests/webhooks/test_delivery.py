@@ -7,7 +7,6 @@ import itertools
 import socket
 import threading
 import time
-from collections.abc import Iterator
 from datetime import timedelta
 from unittest import mock
 
@@ -19,19 +18,13 @@ from django.utils import timezone
 from accounts.tenancy import Tenant
 from storage_service.ids import _encode, first_id_at, looks_like_id, new_id_sql
 from tests.factories import Actor
-from tests.webhook_receiver import Answer, Receiver, running_receiver, verify_signature
+from tests.webhook_receiver import Answer, Receiver, verify_signature
 from webhooks import delivery, services
 from webhooks.envelope import envelope_body
 from webhooks.models import Delivery, Endpoint, Event
 from webhooks.services import endpoint_create, event_record
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    with running_receiver() as running:
-        yield running
 
 
 def record(tenant: Tenant, type: str = "file.created", **data: object) -> list[str]:

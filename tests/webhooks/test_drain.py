@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 from unittest import mock
@@ -25,18 +24,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from tests.factories import Actor, make_actor
-from tests.webhook_receiver import Answer, Receiver, running_receiver
+from tests.webhook_receiver import Answer, Receiver
 from webhooks import delivery, services
 from webhooks.models import Delivery, Endpoint, Event
 from webhooks.services import ChangeSql, event_record, events_record_rows
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def receiver() -> Iterator[Receiver]:
-    with running_receiver() as running:
-        yield running
 
 
 def bulk_events(actor: Actor, count: int) -> None:
