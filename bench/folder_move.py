@@ -24,6 +24,7 @@ deliveries arrived by the end.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -33,6 +34,7 @@ import time
 import urllib.request
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from _common import (
     ROOT,
@@ -109,6 +111,83 @@ def remove(url: str, project_id: str) -> None:
             (project_id,),
         )
     delete_project(url, project_id)
+
+
+def tagged(url: str, role: str) -> str:
+    """``url`` with an application_name, so each process's PostgreSQL backends are told apart."""
+    parts = urlsplit(url)
+    query = "&".join(filter(None, [parts.query, f"application_name=bench-{role}"]))
+    return urlunsplit(parts._replace(query=query))
+
+
+ROLES = ("jobs", "hooks", "api")
+
+
+def _process_cpu(pid: int) -> float:
+    """utime + stime of a process (all its threads), in seconds; 0 once it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class CpuMeter(threading.Thread):
+    """CPU seconds of each role (the jobs worker, the webhook worker, the API) between
+    ``mark`` and ``stop``: its own processes and its PostgreSQL backends (found by
+    application_name, so other databases' work on the shared server is not counted).
+    Sampled every half second; a backend's last half second before it exits may be missed."""
+
+    def __init__(self, url: str, processes: dict[str, list[int]]) -> None:
+        super().__init__(daemon=True)
+        self.url, self.processes = url, processes
+        self.seen: dict[int, tuple[str, float, float]] = {}  # pid -> role, first, last
+        self.marked = threading.Event()
+        self.done = threading.Event()
+
+    def _sample(self, conn: Any) -> None:
+        rows = conn.execute(
+            "SELECT pid, application_name FROM pg_stat_activity"
+            " WHERE datname = current_database() AND application_name LIKE 'bench-%'"
+        ).fetchall()
+        for pid, name in rows:
+            used = _process_cpu(pid)
+            role, first, _ = self.seen.get(pid, (name.removeprefix("bench-"), used, used))
+            if not self.marked.is_set():
+                first = used
+            self.seen[pid] = (role, first, max(used, self.seen.get(pid, ("", 0, 0))[2]))
+
+    def run(self) -> None:
+        with connect(self.url, autocommit=True) as conn:
+            while not self.done.is_set():
+                self._sample(conn)
+                time.sleep(0.5)
+            self._sample(conn)
+
+    def mark(self) -> None:
+        self.start_cpu = {role: self._own(role) for role in self.processes}
+        self.marked.set()
+
+    def stop(self) -> dict[str, tuple[float, float]]:
+        """Per role: (its processes' CPU seconds, its backends' CPU seconds) since ``mark``."""
+        own = {role: self._own(role) - self.start_cpu[role] for role in self.processes}
+        self.done.set()
+        self.join()
+        backends = dict.fromkeys(self.processes, 0.0)
+        for role, first, last in self.seen.values():
+            if role in backends:
+                backends[role] += last - first
+        return {role: (own[role], backends[role]) for role in self.processes}
+
+    def _own(self, role: str) -> float:
+        total = 0.0
+        for root in self.processes[role]:
+            total += _process_cpu(root)
+            with contextlib.suppress(OSError):
+                children = Path(f"/proc/{root}/task/{root}/children").read_text().split()
+                total += sum(_process_cpu(int(child)) for child in children)
+        return total
 
 
 def start(name: str, command: list[str], url: str) -> subprocess.Popen[bytes]:
@@ -215,15 +294,15 @@ def main() -> int:
             "--loglevel",
             "WARNING",
         ],
-        url,
+        tagged(url, "jobs"),
     )
     hooks_worker = start(
         "webhook worker",
         [str(part) for part in devservices.webhook_worker_command("bench-folder-hooks@%h")],
-        url,
+        tagged(url, "hooks"),
     )
     try:
-        with gunicorn(url) as server:
+        with gunicorn(tagged(url, "api")) as server:
             base = server.base_url
             hook = f"http://127.0.0.1:{receiver_port}"
             assert (
@@ -270,8 +349,19 @@ def main() -> int:
                 key_b,
                 pause=0.2,
             )
+            meter = CpuMeter(
+                url,
+                {
+                    "jobs": [jobs_worker.pid],
+                    "hooks": [hooks_worker.pid],
+                    "api": [server.proc.pid],
+                },
+            )
+            meter.start()
+            time.sleep(1)
             other_tenant.start()
             same_project.start()
+            meter.mark()
             started = time.monotonic()
             status, body = call(
                 base, key_a, "POST", "/v1/folders/move", {"from": "move", "to": "moved"}
@@ -285,6 +375,7 @@ def main() -> int:
                 time.sleep(0.2)
             moved_seconds = (job.finished_at - job.created_at).total_seconds()
             waited = time.monotonic() - started
+            cpu = meter.stop()
             same_project.stop.set()
             time.sleep(args.drain)
             other_tenant.stop.set()
@@ -316,7 +407,9 @@ def main() -> int:
                 proc.kill()
 
     get_ms, patch_ms = same_project.samples["GET"], same_project.samples["PATCH"]
-    print(f"\nfolder move of {args.files:,} files ({job.status}; {left_in_src} left in move/)")
+    load = Path("/proc/loadavg").read_text().split()[:3]
+    print(f"\nload average at the end: {' '.join(load)}")
+    print(f"folder move of {args.files:,} files ({job.status}; {left_in_src} left in move/)")
     print(
         table(
             ["figure", "value", "goal"],
@@ -353,6 +446,14 @@ def main() -> int:
                     f"{a_arrived:,} / {pending_a:,}",
                     "",
                 ],
+                *(
+                    [
+                        f"CPU s during the move: {role} process / its PostgreSQL backends",
+                        f"{own:.1f} / {backends:.1f}",
+                        "",
+                    ]
+                    for role, (own, backends) in cpu.items()
+                ),
                 [
                     "request errors (same project / other tenant)",
                     f"{same_project.errors} / {other_tenant.errors}",

@@ -171,6 +171,7 @@ class JobAdmin(ReadOnlyAdmin):
         "files_done",
         "error",
         "cursor",
+        "failed_attempts",
         "leased_until",
         "created_at",
         "updated_at",

@@ -280,6 +280,9 @@ class Job(models.Model):
     error = models.JSONField(null=True, blank=True)
     # The last file id the job has done (files are taken in id order); null before the first.
     cursor = models.CharField(max_length=40, null=True, blank=True)
+    # Runs in a row that failed (a batch raised, or the run was lost with its lease held)
+    # since the last batch committed; at SERVICE_JOB_MAX_ATTEMPTS the job ends failed.
+    failed_attempts = models.PositiveSmallIntegerField(default=0)
     # Which run holds the job, until when; renewed with every batch.
     lease_token = models.CharField(max_length=32, blank=True)
     leased_until = models.DateTimeField(null=True, blank=True)

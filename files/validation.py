@@ -75,7 +75,7 @@ CONTENT_TYPE_PATTERN = rf"^{_ANY_SPACE}*{_MIME}{_ANY_SPACE}*$"
 MAX_CONTENT_TYPE_LENGTH = 255  # files_file.content_type is a varchar(255)
 MAX_METADATA_KEY_LENGTH = 128
 # Bytes of UTF-8, beside the character limits (settings): a filename and a path land in
-# B-tree indexes (file_list_filename, file_list_path, file_path_prefix), whose entries may not
+# B-tree indexes (file_list_filename, file_path_prefix), whose entries may not
 # exceed 2704 bytes. 1,024 four-byte characters are 4,096 bytes, so a character limit alone
 # let a path through validation that the index then refused (a database error, not a 400).
 # These leave room for the other columns of each index entry (ids, timestamps: < 100 bytes).

@@ -171,17 +171,12 @@ class Delivery(models.Model):
         indexes = [
             models.Index(fields=["endpoint", "-id"], name="delivery_endpoint_id"),
             # Each endpoint's pending rows by due time: a project's drain step and the
-            # sweep's fair page read the oldest few of each endpoint (webhooks/delivery.py).
+            # sweep's fair page read the oldest few of each endpoint (webhooks/delivery.py);
+            # a replay counts the endpoint's rows still waiting for a first attempt here.
             models.Index(
                 fields=["endpoint", "next_attempt_at"],
                 name="delivery_endpoint_due",
                 condition=models.Q(status="PENDING"),
-            ),
-            # A replay's pace: the endpoint's deliveries still waiting for a first attempt.
-            models.Index(
-                fields=["endpoint"],
-                name="delivery_endpoint_waiting",
-                condition=models.Q(status="PENDING", attempts=0),
             ),
         ]
 

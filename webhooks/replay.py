@@ -68,7 +68,7 @@ WITH picked AS (
 SELECT ARRAY(SELECT id FROM made), (SELECT created_at FROM last), (SELECT id FROM last)
 """
 
-# The endpoint's deliveries still waiting for a first attempt (delivery_endpoint_waiting),
+# The endpoint's deliveries still waiting for a first attempt (through delivery_endpoint_due),
 # counted up to the threshold that matters.
 _WAITING = """
 SELECT count(*) FROM (

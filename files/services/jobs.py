@@ -7,10 +7,16 @@ one transaction: the job row locked, the next files after the job's cursor chang
 order) with their events, and the cursor and ``filesDone`` moved on. A worker killed
 mid-batch loses that whole batch; the next run, sent by the sweep once the dead run's lease
 runs out, starts from the committed cursor. So each file is changed exactly once.
+
+A job that keeps failing ends: a run whose batch raises, or that is lost with its lease held
+(its worker died), counts one failed attempt; a batch that commits clears the count. At
+``SERVICE_JOB_MAX_ATTEMPTS`` failed attempts in a row the job ends ``failed`` with
+``INTERNAL_ERROR`` (the files done so far stay done), rather than being sent again for ever.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from datetime import timedelta
 from typing import Any, Literal
@@ -26,15 +32,26 @@ from files.services.folders import BATCHES, FOLDER_EVENTS, left_in_folder
 from storage_service.errors import error_body
 from webhooks.services import event_record
 
-Outcome = Literal["more", "done", "skipped"]
+logger = logging.getLogger(__name__)
+
+Outcome = Literal["more", "done", "skipped", "failed"]
 
 
 def job_run(*, job_id: str, token: str, slice_seconds: float) -> Outcome:
     """Batches of the job until it is done or the slice is spent ("more": send it again).
-    A slice that ends gives the lease up, so the next message's run may take the job at once."""
+    A slice that ends gives the lease up, so the next message's run may take the job at once.
+    A batch that raises is rolled back and counted (``_attempt_failed``); the sweep sends the
+    job again once ``SERVICE_JOB_LEASE_SECONDS`` have passed ("failed")."""
     deadline = time.monotonic() + slice_seconds
+    if _take_over(job_id=job_id, token=token) == "done":
+        return "done"
     while True:
-        outcome = job_step(job_id=job_id, token=token)
+        try:
+            outcome = job_step(job_id=job_id, token=token)
+        except Exception:
+            logger.exception("job %s: a batch failed", job_id)
+            _attempt_failed(job_id=job_id, token=token)
+            return "failed"
         if outcome != "more":
             return outcome
         if time.monotonic() >= deadline:
@@ -71,6 +88,7 @@ def job_step(*, job_id: str, token: str) -> Outcome:
         tenant = Tenant.of(job)
         job.lease_token = token
         job.leased_until = now + timedelta(seconds=settings.SERVICE_JOB_LEASE_SECONDS)
+        job.failed_attempts = 0  # this batch commits with the job row, or nothing does
         if job.status == Job.Status.PENDING:
             job.status = Job.Status.RUNNING
             job.files_total = left_in_folder(job, tenant)
@@ -112,6 +130,75 @@ def _finish(job: Job, tenant: Tenant) -> None:
         )
     else:
         job.status = Job.Status.SUCCEEDED
+    _end(job, tenant)
+
+
+def _take_over(*, job_id: str, token: str) -> Outcome | None:
+    """A run's first look at its job, committed on its own: a lease of another run that ran
+    out means that run was lost (its worker died, perhaps in this very batch), one failed
+    attempt. Counted before this run's first batch, so a batch that kills every worker that
+    runs it still reaches the limit. "done": the limit was reached and the job ended."""
+    now = timezone.now()
+    with transaction.atomic():
+        job = (
+            Job.objects.select_for_update(skip_locked=True, of=("self",))
+            .select_related("project")
+            .filter(id=job_id, status__in=Job.ACTIVE, leased_until__lte=now)
+            .exclude(lease_token__in=("", token))
+            .first()
+        )
+        if job is None:
+            return None
+        logger.warning("job %s: its previous run was lost; taken over", job_id)
+        return _count_failure(job, token=token)
+
+
+def _attempt_failed(*, job_id: str, token: str) -> None:
+    """After a batch of this run raised (and was rolled back): one failed attempt, and the
+    lease given up so that the sweep sends the job again after a lease's time. Never raises
+    (when the database is away, the lease running out counts the attempt instead)."""
+    try:
+        with transaction.atomic():
+            job = (
+                Job.objects.select_for_update(skip_locked=True, of=("self",))
+                .select_related("project")
+                .filter(id=job_id, status__in=Job.ACTIVE, lease_token__in=("", token))
+                .first()
+            )
+            if job is not None:
+                _count_failure(job, token="")
+    except Exception:
+        logger.exception("job %s: its failed attempt could not be recorded", job_id)
+
+
+def _count_failure(job: Job, *, token: str) -> Outcome | None:
+    """One more failed attempt on the locked ``job``; at the limit the job ends failed."""
+    tenant = Tenant.of(job)
+    job.failed_attempts += 1
+    limit = settings.SERVICE_JOB_MAX_ATTEMPTS
+    if job.failed_attempts >= limit:
+        job.status = Job.Status.FAILED
+        job.error = dict(
+            error_body(
+                "INTERNAL_ERROR",
+                f"The job failed {job.failed_attempts} times in a row and was stopped; the "
+                f"{job.files_done} file(s) it changed before stay changed. Starting the "
+                "operation again goes on with the files left.",
+                {"attempts": job.failed_attempts},
+            )["error"]
+        )
+        _end(job, tenant)
+        return "done"
+    job.lease_token = token
+    job.leased_until = (
+        timezone.now() + timedelta(seconds=settings.SERVICE_JOB_LEASE_SECONDS) if token else None
+    )
+    job.save()
+    return None
+
+
+def _end(job: Job, tenant: Tenant) -> None:
+    """The job's status is final: saved, with its ``folder.*`` event."""
     job.files_total = job.files_done
     job.finished_at = timezone.now()
     job.lease_token, job.leased_until = "", None

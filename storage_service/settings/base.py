@@ -543,12 +543,14 @@ CELERY_BEAT_SCHEDULE["expire-files"] = {
 # their events), how long a run holds a job before another may take it over (renewed with
 # every batch; a killed worker's job is taken over once it runs out), how long one task
 # runs before it hands the job back to the queue (so long jobs take turns with other work),
-# and how many jobs a tenant (project and mode) may have pending or running at once (more:
-# 429 RATE_LIMITED with Retry-After).
+# how many jobs a tenant (project and mode) may have pending or running at once (more:
+# 429 RATE_LIMITED with Retry-After), and how many runs in a row may fail (a batch raised, a
+# worker was lost) with no batch committed before the job ends failed.
 SERVICE_JOB_BATCH_SIZE = env_int("SERVICE_JOB_BATCH_SIZE", 1000, minimum=1, maximum=10_000)
 SERVICE_JOB_LEASE_SECONDS = env_int("SERVICE_JOB_LEASE_SECONDS", 60, minimum=5)
 SERVICE_JOB_SLICE_SECONDS = env_int("SERVICE_JOB_SLICE_SECONDS", 10, minimum=1)
 SERVICE_JOB_MAX_ACTIVE_PER_PROJECT = env_int("SERVICE_JOB_MAX_ACTIVE_PER_PROJECT", 3, minimum=1)
+SERVICE_JOB_MAX_ATTEMPTS = env_int("SERVICE_JOB_MAX_ATTEMPTS", 5, minimum=1)
 if SERVICE_JOB_SLICE_SECONDS >= SERVICE_JOB_LEASE_SECONDS:
     raise ImproperlyConfigured("SERVICE_JOB_SLICE_SECONDS must be below SERVICE_JOB_LEASE_SECONDS")
 CELERY_BEAT_SCHEDULE["sweep-jobs"] = {

@@ -1,6 +1,7 @@
 """A folder move on real workers: a worker SIGKILLed in the middle of a 20,000-file move, and
 the job taken over by another from its last committed batch; the result is exact (every file
-moved once, one event each) and the folder's event reaches a real receiver.
+moved once, one event each) and the folder's event reaches a real receiver. A job whose batch
+fails every time ends failed after its attempts.
 
 Workers, their private Redis and the receiver are tests/ops/test_worker_faults.py's fixtures.
 """
@@ -8,10 +9,13 @@ Workers, their private Redis and the receiver are tests/ops/test_worker_faults.p
 from __future__ import annotations
 
 import signal
+import time
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.conf import settings
+from django.db import connection
 from django.db.models import Count
 from django.utils import timezone
 
@@ -19,7 +23,7 @@ from files.models import File, Job
 from storage_service.celery import app
 from tests.factories import make_actor
 from tests.helpers import wait_for
-from tests.jobs.seeding import job_of, seed_folder_sql
+from tests.jobs.seeding import job_of, seed_files, seed_folder_sql
 from tests.ops.test_worker_faults import (  # noqa: F401 (fixtures)
     Spawn,
     private_broker,
@@ -95,3 +99,59 @@ def test_a_move_whose_worker_is_killed_midway_is_finished_exactly_by_another(
     assert body["type"] == "folder.moved"
     assert body["data"]["jobId"] == job.id and body["data"]["files"] == FILES
     assert (body["data"]["from"], body["data"]["to"]) == ("big", "moved/big")
+
+
+@pytest.mark.timeout(180)
+def test_a_job_whose_batch_keeps_failing_ends_failed_after_its_attempts(
+    spawn_worker: Spawn,  # noqa: F811
+) -> None:
+    owner = make_actor("fault-poison")
+    files = seed_files(owner, ["poison/dir"] * 30)
+    # A fault in the database, as a broken row or a bug would be: updating the 25th file
+    # raises, so its batch (the third of ten) fails every time and nothing of it commits.
+    poisoned = files[24].id
+    assert poisoned.replace("_", "").isalnum()  # written into the DDL (no parameters there)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "CREATE FUNCTION test_poison() RETURNS trigger LANGUAGE plpgsql AS"
+            " $$ BEGIN RAISE EXCEPTION 'poisoned file'; END $$"
+        )
+        cursor.execute(
+            "CREATE TRIGGER test_poison BEFORE UPDATE ON files_file FOR EACH ROW"
+            f" WHEN (OLD.id = '{poisoned}') EXECUTE FUNCTION test_poison()"
+        )
+    try:
+        queue = settings.CELERY_TASK_DEFAULT_QUEUE
+        spawn_worker(
+            queue,
+            SERVICE_JOB_BATCH_SIZE="10",
+            SERVICE_JOB_MAX_ATTEMPTS="2",
+            SERVICE_JOB_LEASE_SECONDS="5",
+            SERVICE_JOB_SLICE_SECONDS="1",
+        )
+        job = job_of(owner.post("/v1/folders/move", {"from": "poison", "to": "moved"}))
+
+        def ended() -> dict[str, Any] | None:
+            # The sweep (beat's, every SERVICE_JOB_SWEEP_INTERVAL_SECONDS) sends a failed
+            # job again once a lease's time has passed; here it is sent every second.
+            time.sleep(1)
+            app.send_task("files.tasks.sweep_jobs", queue=queue)
+            data: dict[str, Any] = owner.get(f"/v1/jobs/{job.id}").json()["data"]
+            return data if data["status"] not in ("pending", "running") else None
+
+        data = wait_for(ended, timeout=120, what="the job gives up")
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("DROP TRIGGER test_poison ON files_file")
+            cursor.execute("DROP FUNCTION test_poison()")
+
+    assert data["status"] == "failed"
+    assert data["error"]["code"] == "INTERNAL_ERROR"
+    assert data["error"]["details"] == {"attempts": 2}
+    assert data["finishedAt"] is not None
+    # The two batches before the poisoned one stay done; nothing of it or after it is.
+    assert data["filesDone"] == data["filesTotal"] == 20
+    moved = File.objects.filter(project=owner.project, path="moved/dir")
+    assert sorted(moved.values_list("id", flat=True)) == [f.id for f in files[:20]]
+    [ended_event] = Event.objects.filter(type="folder.moved", data__jobId=job.id)
+    assert ended_event.data["status"] == "failed" and ended_event.data["files"] == 20

@@ -16,7 +16,14 @@ from django.test import override_settings
 from django.utils import timezone
 
 from accounts.tenancy import Tenant
-from storage_service.ids import _encode, first_id_at, looks_like_id, new_id_sql
+from storage_service.ids import (
+    _encode,
+    first_id_at,
+    id_parts_sql,
+    looks_like_id,
+    new_id_spelled_sql,
+    new_id_sql,
+)
 from tests.factories import Actor
 from tests.webhook_receiver import Answer, Receiver, verify_signature
 from webhooks import delivery, services
@@ -315,4 +322,10 @@ def test_the_databases_ids_spell_what_new_id_spells(millis: int, random_hex: str
     expected = f"dl_{_encode(millis << 80 | random, 26)}"
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT {new_id_sql('dl', repr(random_hex), millis=str(millis))}")
+        assert cursor.fetchone()[0] == expected
+        # The spelling of a job's batch, from the numbers id_parts_sql computes.
+        parts = id_parts_sql(repr(random_hex)).replace(
+            "floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint", str(millis)
+        )
+        cursor.execute(f"SELECT {new_id_spelled_sql('dl', 'p')} FROM (SELECT {parts}) AS p")
         assert cursor.fetchone()[0] == expected
