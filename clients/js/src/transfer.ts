@@ -131,7 +131,7 @@ function putWithXhr(
 function anySignal(signals: AbortSignal[]): AbortSignal {
   const any = (AbortSignal as { any?: (s: AbortSignal[]) => AbortSignal }).any;
   if (any) return any(signals);
-  const controller = new AbortController(); // Node 18 has no AbortSignal.any
+  const controller = new AbortController(); // Node before 18.17 has no AbortSignal.any
   for (const signal of signals) {
     if (signal.aborted) controller.abort(signal.reason);
     signal.addEventListener("abort", () => controller.abort(signal.reason), { once: true });
