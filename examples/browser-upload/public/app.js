@@ -58,6 +58,21 @@ export function show(text, { error = false } = {}) {
   status.classList.toggle("error", error);
 }
 
+/** Say that a file was stored, and list it with a link to download it. */
+export function uploaded(stored) {
+  show(`Uploaded ${stored.filename} (${stored.size} bytes) as ${stored.id}.`);
+  const item = document.createElement("li");
+  const link = document.createElement("a");
+  link.textContent = stored.id;
+  link.href = "#";
+  link.addEventListener("click", async (click) => {
+    click.preventDefault();
+    window.open(await downloadUrl(stored.id), "_blank");
+  });
+  item.append(link, ` ${stored.filename}, ${stored.size} bytes`);
+  document.querySelector("#uploaded").append(item);
+}
+
 form.addEventListener("submit", async (event) => {
   event.preventDefault();
   const file = input.files[0];
@@ -73,17 +88,7 @@ form.addEventListener("submit", async (event) => {
         progress.value = total ? (100 * loaded) / total : 100;
       },
     });
-    show(`Uploaded ${stored.filename} (${stored.size} bytes) as ${stored.id}.`);
-    const item = document.createElement("li");
-    const link = document.createElement("a");
-    link.textContent = stored.id;
-    link.href = "#";
-    link.addEventListener("click", async (click) => {
-      click.preventDefault();
-      window.open(await downloadUrl(stored.id), "_blank");
-    });
-    item.append(link, ` ${stored.filename}, ${stored.size} bytes`);
-    document.querySelector("#uploaded").append(item);
+    uploaded(stored);
   } catch (error) {
     show(error.name === "AbortError" ? "Cancelled." : `Upload failed: ${error.message}`, {
       error: true,
@@ -95,4 +100,4 @@ form.addEventListener("submit", async (event) => {
 cancel.addEventListener("click", () => controller?.abort());
 
 // For a console (and the example's browser test): the same functions the form uses.
-window.storageExample = { start, send, upload, downloadUrl, show };
+window.storageExample = { start, send, upload, downloadUrl, show, uploaded };

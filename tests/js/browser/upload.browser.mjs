@@ -88,8 +88,14 @@ test("20 MiB goes up in parallel parts, progress rising to 100%", async () => {
       return open.call(this, body);
     };
     try {
+      // The page's own progress bar follows, as the form's does.
+      const bar = document.querySelector("#progress");
+      bar.value = 0;
       const stored = await window.storageExample.send(file, started, {
-        onProgress: ({ loaded, total }) => events.push([loaded, total]),
+        onProgress: ({ loaded, total }) => {
+          events.push([loaded, total]);
+          bar.value = (100 * loaded) / total;
+        },
       });
       return { kind: started.kind, parts: started.session.partCount, stored, events, most };
     } finally {
@@ -107,7 +113,8 @@ test("20 MiB goes up in parallel parts, progress rising to 100%", async () => {
   assert.ok(between.length >= 2, `progress between 0 and 100%: ${loaded}`);
   assert.deepEqual(result.events.at(-1), [20 * MIB, 20 * MIB]);
   assert.equal(await storedDigest(result.stored.id), digest);
-  await page.evaluate((s) => window.storageExample.show(`Uploaded ${s.filename} (${s.size} bytes) as ${s.id}.`), result.stored);
+  assert.equal(await page.getAttribute("#progress", "value"), "100");
+  await page.evaluate((stored) => window.storageExample.uploaded(stored), result.stored);
   await screenshot(page, "upload-3-parts-done");
 });
 
