@@ -5,10 +5,10 @@ Paths are logical and storage keys never change, so no byte moves: each operatio
 checked at once (the folder exists, the resulting paths fit, the tenant's running-jobs cap),
 then records the job and hands it to the workers.
 
-Each operation is also a batch here: one SQL statement that takes the next files in id order
-after the job's cursor, locks them, changes them exactly as the single-file endpoint would
-(``PATCH`` of the path, ``DELETE``, ``…/restore``) and writes each one's event, with the job's
-id, through webhooks' outbox (``events_record_rows``).
+Each operation is also a batch here: one SQL statement that takes the next files in creation
+order (``created_at``, then id) after the job's cursor, locks them, changes them exactly as the
+single-file endpoint would (``PATCH`` of the path, ``DELETE``, ``…/restore``) and writes each
+one's event, with the job's id, through webhooks' outbox (``events_record_rows``).
 """
 
 from __future__ import annotations
@@ -103,10 +103,10 @@ def folder_restore(*, tenant: Tenant, path: str) -> Job:
     """Start restoring every deleted, restorable file at or below ``path``."""
     query = (
         "SELECT 1 FROM files_file AS f JOIN files_storedobject AS o ON o.id = f.current_object_id"
-        f" WHERE {_RESTORABLE} AND f.id > %s LIMIT 1"
+        f" WHERE {_RESTORABLE} LIMIT 1"
     )
     with connection.cursor() as cursor:
-        cursor.execute(query, [tenant.project_id, tenant.mode, path, like_below(path), ""])
+        cursor.execute(query, [tenant.project_id, tenant.mode, path, like_below(path)])
         found = cursor.fetchone() is not None
     if not found:
         raise FolderNotFound(f"No deleted file that can be restored is in folder {path!r}.")
@@ -164,8 +164,8 @@ _FILE_DATA = (
     " 'contentType', r.content_type, 'size', r.size, 'version', r.version,"
     " 'status', r.status, 'jobId', %s::text)"
 )
-_IN_FOLDER = "(path = %s OR path LIKE %s)"
-_NOT_DELETED = f"project_id = %s AND mode = %s AND status <> 'deleted' AND {_IN_FOLDER}"
+_IN_FOLDER = "(f.path = %s OR f.path LIKE %s)"
+_NOT_DELETED = f"f.project_id = %s AND f.mode = %s AND f.status <> 'deleted' AND {_IN_FOLDER}"
 # Deleted files whose bytes are still there (file_restore's _check_restorable).
 _RESTORABLE = (
     "f.project_id = %s AND f.mode = %s AND f.status = 'deleted' AND f.purged_at IS NULL"
@@ -176,7 +176,25 @@ _RESTORABLE = (
 @dataclass(frozen=True)
 class Batch:
     count: int  # files changed
-    last_id: str | None  # the greatest id changed (the job's next cursor)
+    last_id: str | None  # the last file changed, in the batches' order (the job's next cursor)
+
+
+# A batch walks the tenant's files in creation order, (created_at, id), after the file the job's
+# cursor names: the tenant's own list index (file_list_created, or file_list_status for the
+# trash) serves that order backwards, so a job reads its tenant's rows only, never the rows
+# of every tenant that an order by id alone would walk through.
+_ORDER = "ORDER BY f.created_at, f.id"
+_LAST = "(SELECT id FROM batch ORDER BY created_at DESC, id DESC LIMIT 1)"
+
+
+def _after(after: str) -> tuple[str, list[Any]]:
+    """The condition "after the cursor's file" and its params; none at the start."""
+    if not after:
+        return "", []
+    return (
+        "AND (f.created_at, f.id) > (SELECT created_at, id FROM files_file WHERE id = %s)",
+        [after],
+    )
 
 
 def _moved_path_sql(target: str | None) -> tuple[str, list[Any]]:
@@ -194,13 +212,15 @@ def move_batch(job: Job, tenant: Tenant, *, after: str, size: int) -> Batch:
     # substr's start: the character after "source" (to keep "/rest"), or after "source/".
     start = len(source) + (2 if target is None else 1)
     new_path_params = [source, *target_params, start]
+    after_sql, after_params = _after(after)
     change = ChangeSql(
         ctes=f"""batch AS (
-            SELECT id, path AS previous_path, {expression} AS new_path FROM files_file
-            WHERE {_NOT_DELETED} AND id > %s
+            SELECT f.id, f.created_at, f.path AS previous_path, {expression} AS new_path
+            FROM files_file AS f
+            WHERE {_NOT_DELETED} {after_sql}
               AND coalesce(char_length({expression}), 0) <= %s
               AND coalesce(octet_length({expression}), 0) <= %s
-            ORDER BY id LIMIT %s
+            {_ORDER} LIMIT %s
             FOR UPDATE
         ), changed AS (
             UPDATE files_file AS f SET path = batch.new_path, updated_at = %s
@@ -213,7 +233,7 @@ def move_batch(job: Job, tenant: Tenant, *, after: str, size: int) -> Batch:
             tenant.mode,
             source,
             like_below(source),
-            after,
+            *after_params,
             *new_path_params,
             settings.SERVICE_MAX_PATH_LENGTH,
             *new_path_params,
@@ -221,7 +241,7 @@ def move_batch(job: Job, tenant: Tenant, *, after: str, size: int) -> Batch:
             size,
             timezone.now(),
         ],
-        returning=("(SELECT max(id) FROM changed)",),
+        returning=(_LAST,),
     )
     return _record(
         tenant,
@@ -239,11 +259,13 @@ def delete_batch(job: Job, tenant: Tenant, *, after: str, size: int) -> Batch:
     path = job.params["path"]
     now = timezone.now()
     purge_after = now + timedelta(days=settings.SERVICE_DELETE_GRACE_DAYS)
+    after_sql, after_params = _after(after)
     change = ChangeSql(
         ctes=f"""batch AS (
-            SELECT id, status AS status_before, replacement_object_id FROM files_file
-            WHERE {_NOT_DELETED} AND id > %s
-            ORDER BY id LIMIT %s
+            SELECT f.id, f.created_at, f.status AS status_before, f.replacement_object_id
+            FROM files_file AS f
+            WHERE {_NOT_DELETED} {after_sql}
+            {_ORDER} LIMIT %s
             FOR UPDATE
         ), discarded AS (
             UPDATE files_storedobject SET state = 'discarded'
@@ -256,8 +278,17 @@ def delete_batch(job: Job, tenant: Tenant, *, after: str, size: int) -> Batch:
             FROM batch WHERE f.id = batch.id
             RETURNING {_CHANGED}
         ), """,
-        params=[tenant.project_id, tenant.mode, path, like_below(path), after, size, now, now],
-        returning=("(SELECT max(id) FROM changed)",),
+        params=[
+            tenant.project_id,
+            tenant.mode,
+            path,
+            like_below(path),
+            *after_params,
+            size,
+            now,
+            now,
+        ],
+        returning=(_LAST,),
     )
     return _record(
         tenant,
@@ -274,12 +305,13 @@ def restore_batch(job: Job, tenant: Tenant, *, after: str, size: int) -> Batch:
     status before the delete comes back). The stored object's state is the database's: the
     purge sweep marks what it removes, so no store call is made per file."""
     path = job.params["path"]
+    after_sql, after_params = _after(after)
     change = ChangeSql(
         ctes=f"""batch AS (
-            SELECT f.id, f.status_before_delete FROM files_file AS f
+            SELECT f.id, f.created_at, f.status_before_delete FROM files_file AS f
             JOIN files_storedobject AS o ON o.id = f.current_object_id
-            WHERE {_RESTORABLE} AND f.id > %s
-            ORDER BY f.id LIMIT %s
+            WHERE {_RESTORABLE} {after_sql}
+            {_ORDER} LIMIT %s
             FOR UPDATE OF f
         ), changed AS (
             UPDATE files_file AS f
@@ -293,11 +325,11 @@ def restore_batch(job: Job, tenant: Tenant, *, after: str, size: int) -> Batch:
             tenant.mode,
             path,
             like_below(path),
-            after,
+            *after_params,
             size,
             timezone.now(),
         ],
-        returning=("(SELECT max(id) FROM changed)",),
+        returning=(_LAST,),
     )
     return _record(
         tenant,
@@ -340,7 +372,7 @@ def left_in_folder(job: Job, tenant: Tenant) -> int:
         )
         path = params["path"]
     else:
-        sql = f"SELECT count(*) FROM files_file WHERE {_NOT_DELETED}"
+        sql = f"SELECT count(*) FROM files_file AS f WHERE {_NOT_DELETED}"
         path = params["from"] if job.type == Job.Type.FOLDER_MOVE else params["path"]
     with connection.cursor() as cursor:
         cursor.execute(sql, [tenant.project_id, tenant.mode, path, like_below(path)])

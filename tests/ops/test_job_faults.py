@@ -3,7 +3,7 @@ the job taken over by another from its last committed batch; the result is exact
 moved once, one event each) and the folder's event reaches a real receiver. A job whose batch
 fails every time ends failed after its attempts.
 
-Workers, their private Redis and the receiver are tests/ops/test_worker_faults.py's fixtures.
+Workers and their private Redis are tests/ops/test_worker_faults.py's fixtures.
 """
 
 from __future__ import annotations
@@ -22,14 +22,12 @@ from django.utils import timezone
 from files.models import File, Job
 from storage_service.celery import app
 from tests.factories import make_actor
-from tests.helpers import wait_for
+from tests.helpers import register_webhook, wait_for
 from tests.jobs.seeding import job_of, seed_files, seed_folder_sql
 from tests.ops.test_worker_faults import (  # noqa: F401 (fixtures)
     Spawn,
     private_broker,
-    receiver,
     redis_server,
-    register,
     spawn_worker,
 )
 from tests.webhook_receiver import Receiver
@@ -43,10 +41,10 @@ FILES = 20_000
 @pytest.mark.timeout(300)
 def test_a_move_whose_worker_is_killed_midway_is_finished_exactly_by_another(
     spawn_worker: Spawn,  # noqa: F811
-    receiver: Receiver,  # noqa: F811
+    receiver: Receiver,
 ) -> None:
     owner = make_actor("fault-move")
-    register(owner, receiver.url("/folders"), ["folder.moved"])
+    register_webhook(owner, receiver.url("/folders"), ["folder.moved"])
     seed_folder_sql(owner, "big/src", FILES)
     [bystander] = File.objects.filter(project=owner.project)[:1]
     queue = settings.CELERY_TASK_DEFAULT_QUEUE

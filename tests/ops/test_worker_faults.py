@@ -32,7 +32,7 @@ from django.utils import timezone
 from files.models import File, StoredObject
 from storage_service.celery import app
 from tests.factories import Actor, make_actor, upload_body
-from tests.helpers import start_upload, uploaded_file, wait_for
+from tests.helpers import register_webhook, start_upload, uploaded_file, wait_for
 from tests.servers import ROOT, free_port
 from tests.subprocesses import database_url
 from tests.variants.images import encode, stripes
@@ -170,12 +170,6 @@ def black_hole() -> Iterator[str]:
         yield f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
-def register(actor: Actor, url: str, events: list[str]) -> str:
-    response = actor.post("/v1/webhooks", {"url": url, "events": events})
-    assert response.status_code == 201, response.json()
-    return str(response.json()["data"]["webhook"]["id"])
-
-
 def make_image_file(actor: Actor) -> File:
     return File.objects.get(id=uploaded_file(actor, encode(stripes((300, 100)), "PNG"))["id"])
 
@@ -250,7 +244,7 @@ def test_a_delivery_whose_worker_is_killed_mid_post_is_delivered_by_another(
     spawn_worker: Spawn, receiver: Receiver
 ) -> None:
     owner = make_actor("fault-delivery")
-    webhook_id = register(owner, receiver.url("/slow"), ["file.created"])
+    webhook_id, _ = register_webhook(owner, receiver.url("/slow"), ["file.created"])
     # The first request is held well past the kill; any later one is answered at once.
     receiver.script("/slow", Answer(status=200, delay=15))
     doomed = spawn_worker(settings.SERVICE_WEBHOOK_QUEUE, pool="threads")
@@ -293,7 +287,9 @@ def test_a_redis_restart_loses_messages_but_the_sweeps_finish_every_delivery_and
     spawn_worker: Spawn, receiver: Receiver, private_broker: RedisServer
 ) -> None:
     owner = make_actor("fault-redis")
-    webhook_id = register(owner, receiver.url("/all"), ["file.uploaded", "file.processed"])
+    webhook_id, _ = register_webhook(
+        owner, receiver.url("/all"), ["file.uploaded", "file.processed"]
+    )
     # No worker yet: the messages of two uploads (deliveries, thumbnails) wait in Redis...
     before = [make_image_file(owner) for _ in range(2)]
     assert Delivery.objects.filter(endpoint_id=webhook_id, status="PENDING").count() == 2
@@ -355,7 +351,7 @@ def test_a_redis_that_hangs_delays_a_request_by_a_bounded_time(
     """A Redis that accepts connections but never answers: without a socket timeout the
     after-commit send would hold the request for ever (CELERY_BROKER_TRANSPORT_OPTIONS)."""
     owner = make_actor("fault-redis-hangs")
-    webhook_id = register(owner, receiver.url("/hook"), ["file.created"])
+    webhook_id, _ = register_webhook(owner, receiver.url("/hook"), ["file.created"])
     with black_hole() as hanging:
         app.conf.update(broker_url=hanging.replace("http://", "redis://") + "/0")
         _reset_broker_pools()
