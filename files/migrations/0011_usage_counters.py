@@ -1,4 +1,4 @@
-"""Per-tenant usage counters (files_usagecounter), kept by triggers.
+"""Per-tenant usage counters (files_usagecounter), kept by statement-level triggers.
 
 Each change of a stored object (insert, a change of state, size, declared size or tenant,
 delete) or of a file's status adds its difference to the counters of its tenant, in the same
@@ -13,103 +13,106 @@ import django.db.models.deletion
 from django.db import migrations, models
 
 
-_FUNCTIONS = """
-ALTER TABLE files_usagecounter SET (fillfactor = 50);
-
-CREATE FUNCTION files_usage_add(
-    p_project text, p_mode text,
-    d_bytes bigint, d_objects bigint, d_pending bigint, d_files bigint
-) RETURNS void LANGUAGE sql AS $$
+# What the rows a statement changed add to their tenants' counters, one upsert per tenant: an
+# object adds its size when the store holds it (live or discarded, size known), its declared
+# size while it is pending; a file adds one while it is uploaded (files/usage.py counts the
+# same). Statement-level, so a statement of a million rows writes each counter row once: a
+# row updated once per changed row in one transaction grows a chain of versions that every
+# next update walks. Tenants in order, so that two statements lock their rows in one order.
+_COUNT = """
     INSERT INTO files_usagecounter
         (project_id, mode, slot, stored_bytes, stored_objects, pending_bytes, uploaded_files)
-    VALUES (p_project, p_mode, pg_backend_pid() % 16, d_bytes, d_objects, d_pending, d_files)
+    SELECT project_id, mode, pg_backend_pid() % 16, sum(b), sum(o), sum(p), sum(f)
+    FROM ({changes}) AS changed (project_id, mode, b, o, p, f)
+    GROUP BY project_id, mode
+    HAVING sum(b) <> 0 OR sum(o) <> 0 OR sum(p) <> 0 OR sum(f) <> 0
+    ORDER BY project_id, mode
     ON CONFLICT (project_id, mode, slot) DO UPDATE SET
         stored_bytes = files_usagecounter.stored_bytes + EXCLUDED.stored_bytes,
         stored_objects = files_usagecounter.stored_objects + EXCLUDED.stored_objects,
         pending_bytes = files_usagecounter.pending_bytes + EXCLUDED.pending_bytes,
-        uploaded_files = files_usagecounter.uploaded_files + EXCLUDED.uploaded_files
-$$;
+        uploaded_files = files_usagecounter.uploaded_files + EXCLUDED.uploaded_files;
+"""
 
--- What one object adds: its size when the store holds it (live or discarded, size known),
--- its declared size while it is pending. files/usage.py counts the same.
-CREATE FUNCTION files_usage_storedobject() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-    old_bytes bigint := 0; old_objects bigint := 0; old_pending bigint := 0;
-    new_bytes bigint := 0; new_objects bigint := 0; new_pending bigint := 0;
-BEGIN
-    IF TG_OP <> 'INSERT' THEN
-        IF OLD.state IN ('live', 'discarded') AND OLD.size IS NOT NULL THEN
-            old_bytes := OLD.size; old_objects := 1;
-        ELSIF OLD.state = 'pending' THEN
-            old_pending := OLD.declared_size;
-        END IF;
-    END IF;
-    IF TG_OP <> 'DELETE' THEN
-        IF NEW.state IN ('live', 'discarded') AND NEW.size IS NOT NULL THEN
-            new_bytes := NEW.size; new_objects := 1;
-        ELSIF NEW.state = 'pending' THEN
-            new_pending := NEW.declared_size;
-        END IF;
-    END IF;
-    IF TG_OP = 'UPDATE' AND OLD.project_id = NEW.project_id AND OLD.mode = NEW.mode THEN
-        IF new_bytes <> old_bytes OR new_objects <> old_objects OR new_pending <> old_pending THEN
-            PERFORM files_usage_add(NEW.project_id, NEW.mode, new_bytes - old_bytes,
-                                    new_objects - old_objects, new_pending - old_pending, 0);
-        END IF;
-        RETURN NULL;
-    END IF;
-    IF old_bytes <> 0 OR old_objects <> 0 OR old_pending <> 0 THEN
-        PERFORM files_usage_add(OLD.project_id, OLD.mode, -old_bytes, -old_objects,
-                                -old_pending, 0);
-    END IF;
-    IF new_bytes <> 0 OR new_objects <> 0 OR new_pending <> 0 THEN
-        PERFORM files_usage_add(NEW.project_id, NEW.mode, new_bytes, new_objects,
-                                new_pending, 0);
-    END IF;
-    RETURN NULL;
-END
-$$;
 
-CREATE FUNCTION files_usage_file() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    IF TG_OP <> 'INSERT' AND OLD.status = 'uploaded' THEN
-        PERFORM files_usage_add(OLD.project_id, OLD.mode, 0, 0, 0, -1);
-    END IF;
-    IF TG_OP <> 'DELETE' AND NEW.status = 'uploaded' THEN
-        PERFORM files_usage_add(NEW.project_id, NEW.mode, 0, 0, 0, 1);
-    END IF;
-    RETURN NULL;
-END
-$$;
+def _object(rows: str, sign: str) -> str:
+    return (
+        f"SELECT project_id, mode,"
+        f" {sign}CASE WHEN state IN ('live', 'discarded') AND size IS NOT NULL"
+        f" THEN size ELSE 0 END,"
+        f" {sign}CASE WHEN state IN ('live', 'discarded') AND size IS NOT NULL"
+        f" THEN 1 ELSE 0 END,"
+        f" {sign}CASE WHEN state = 'pending' THEN declared_size ELSE 0 END,"
+        f" 0 FROM {rows}"
+    )
 
-CREATE TRIGGER files_usage_storedobject_write
-    AFTER INSERT OR DELETE ON files_storedobject
-    FOR EACH ROW EXECUTE FUNCTION files_usage_storedobject();
--- Most updates of an object (checksum, sniffed type, purged_at) change nothing counted.
-CREATE TRIGGER files_usage_storedobject_update
-    AFTER UPDATE ON files_storedobject
-    FOR EACH ROW WHEN (
-        OLD.state IS DISTINCT FROM NEW.state
-        OR OLD.size IS DISTINCT FROM NEW.size
-        OR OLD.declared_size IS DISTINCT FROM NEW.declared_size
-        OR OLD.project_id IS DISTINCT FROM NEW.project_id
-        OR OLD.mode IS DISTINCT FROM NEW.mode
-    ) EXECUTE FUNCTION files_usage_storedobject();
-CREATE TRIGGER files_usage_file_write
-    AFTER INSERT OR DELETE ON files_file
-    FOR EACH ROW EXECUTE FUNCTION files_usage_file();
--- Renames, moves, metadata and replacements leave the status as it is.
-CREATE TRIGGER files_usage_file_update
-    AFTER UPDATE ON files_file
-    FOR EACH ROW WHEN (
-        (OLD.status = 'uploaded' OR NEW.status = 'uploaded')
-        AND (
-            OLD.status IS DISTINCT FROM NEW.status
-            OR OLD.project_id IS DISTINCT FROM NEW.project_id
-            OR OLD.mode IS DISTINCT FROM NEW.mode
-        )
-    ) EXECUTE FUNCTION files_usage_file();
 
+def _file(rows: str, sign: str) -> str:
+    return f"SELECT project_id, mode, 0, 0, 0, {sign}1 FROM {rows} WHERE status = 'uploaded'"
+
+
+def _function(name: str, changes: str) -> str:
+    body = _COUNT.format(changes=changes)
+    return (
+        f"CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$\n"
+        f"BEGIN\n{body}    RETURN NULL;\nEND\n$$;\n"
+    )
+
+
+def _trigger(table: str, event: str, referencing: str, function: str) -> str:
+    return (
+        f"CREATE TRIGGER {function} AFTER {event} ON {table}"
+        f" REFERENCING {referencing} FOR EACH STATEMENT EXECUTE FUNCTION {function}();\n"
+    )
+
+
+_TRIGGERS = [
+    # (table, event, transition tables, function, what the changed rows add)
+    (
+        "files_storedobject",
+        "INSERT",
+        "NEW TABLE AS new_rows",
+        "files_usage_objects_inserted",
+        _object("new_rows", ""),
+    ),
+    (
+        "files_storedobject",
+        "UPDATE",
+        "OLD TABLE AS old_rows NEW TABLE AS new_rows",
+        "files_usage_objects_updated",
+        f"{_object('new_rows', '')} UNION ALL {_object('old_rows', '-')}",
+    ),
+    (
+        "files_storedobject",
+        "DELETE",
+        "OLD TABLE AS old_rows",
+        "files_usage_objects_deleted",
+        _object("old_rows", "-"),
+    ),
+    (
+        "files_file",
+        "INSERT",
+        "NEW TABLE AS new_rows",
+        "files_usage_files_inserted",
+        _file("new_rows", ""),
+    ),
+    (
+        "files_file",
+        "UPDATE",
+        "OLD TABLE AS old_rows NEW TABLE AS new_rows",
+        "files_usage_files_updated",
+        f"{_file('new_rows', '')} UNION ALL {_file('old_rows', '-')}",
+    ),
+    (
+        "files_file",
+        "DELETE",
+        "OLD TABLE AS old_rows",
+        "files_usage_files_deleted",
+        _file("old_rows", "-"),
+    ),
+]
+
+_BACKFILL = """
 INSERT INTO files_usagecounter
     (project_id, mode, slot, stored_bytes, stored_objects, pending_bytes, uploaded_files)
 SELECT project_id, mode, 0, sum(stored_bytes), sum(stored_objects), sum(pending_bytes),
@@ -127,15 +130,20 @@ FROM (
 GROUP BY project_id, mode;
 """
 
-_DROP = """
-DROP TRIGGER files_usage_file_update ON files_file;
-DROP TRIGGER files_usage_file_write ON files_file;
-DROP TRIGGER files_usage_storedobject_update ON files_storedobject;
-DROP TRIGGER files_usage_storedobject_write ON files_storedobject;
-DROP FUNCTION files_usage_file();
-DROP FUNCTION files_usage_storedobject();
-DROP FUNCTION files_usage_add(text, text, bigint, bigint, bigint, bigint);
-"""
+_CREATE = (
+    "ALTER TABLE files_usagecounter SET (fillfactor = 50);\n"
+    + "".join(_function(function, changes) for _, _, _, function, changes in _TRIGGERS)
+    + "".join(
+        _trigger(table, event, referencing, function)
+        for table, event, referencing, function, _ in _TRIGGERS
+    )
+    + _BACKFILL
+)
+
+_DROP = "".join(
+    f"DROP TRIGGER {function} ON {table};\nDROP FUNCTION {function}();\n"
+    for table, _, _, function, _ in _TRIGGERS
+)
 
 
 class Migration(migrations.Migration):
@@ -181,5 +189,5 @@ class Migration(migrations.Migration):
                 ],
             },
         ),
-        migrations.RunSQL(_FUNCTIONS, reverse_sql=_DROP),
+        migrations.RunSQL(_CREATE, reverse_sql=_DROP),
     ]

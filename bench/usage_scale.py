@@ -1,0 +1,187 @@
+"""What the storage quota and the usage cost for a large tenant, and whether the usage
+counters make concurrent writers of one tenant wait for each other.
+
+1. Upload start with a quota: POST /v1/files/upload (in-process Django test client, so the
+   figure is the server's own time) for a tenant of 10 stored objects and one of 200,000
+   (seeded with one INSERT ... SELECT generate_series, counted by the triggers), median of
+   --starts requests each; beside it, the scan the quota made before the counters (the sum
+   over the tenant's storedobject_held entries), timed on the same tenants.
+2. Writers of one tenant at once: --threads connections each insert --inserts pending
+   objects of the same tenant, one per transaction; rows per second with the counters as
+   they are (16 slots), with one slot for everybody (the hot row the slots avoid) and with
+   the triggers disabled (no counting at all). Each transaction stays open --hold-ms after
+   its insert, as an upload start's does for its other rows. On the bench database only.
+
+    .venv/bin/python scripts/devservices.py exec -- .venv/bin/python bench/usage_scale.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import threading
+import time
+import uuid
+
+from _common import bench_database_url, connect, delete_project, ensure_database, log, setup_django
+
+PREFIX = "bench-usage-scale-"
+
+_OLD_SCAN = """
+SELECT coalesce(sum(CASE WHEN state = 'pending' THEN declared_size ELSE coalesce(size, 0) END), 0)
+FROM files_storedobject
+WHERE project_id = %s AND mode = 'test' AND state IN ('pending', 'live', 'discarded')
+"""
+
+_SEED = """
+INSERT INTO files_storedobject
+    (project_id, mode, storage_key, state, declared_type, declared_size, size, created_at)
+SELECT %s, 'test', %s || '/seed-' || n, 'live', 'application/octet-stream', 1000, 1000, now()
+FROM generate_series(1, %s) AS n
+"""
+
+_ADD = """
+CREATE OR REPLACE FUNCTION files_usage_add(
+    p_project text, p_mode text,
+    d_bytes bigint, d_objects bigint, d_pending bigint, d_files bigint
+) RETURNS void LANGUAGE sql AS $$
+    INSERT INTO files_usagecounter
+        (project_id, mode, slot, stored_bytes, stored_objects, pending_bytes, uploaded_files)
+    VALUES (p_project, p_mode, {slot}, d_bytes, d_objects, d_pending, d_files)
+    ON CONFLICT (project_id, mode, slot) DO UPDATE SET
+        stored_bytes = files_usagecounter.stored_bytes + EXCLUDED.stored_bytes,
+        stored_objects = files_usagecounter.stored_objects + EXCLUDED.stored_objects,
+        pending_bytes = files_usagecounter.pending_bytes + EXCLUDED.pending_bytes,
+        uploaded_files = files_usagecounter.uploaded_files + EXCLUDED.uploaded_files
+$$
+"""
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.2f} ms"
+
+
+def tenant(objects: int, url: str) -> tuple[str, str]:
+    """A project with ``objects`` live objects, a quota and a test key: (project id, key)."""
+    from accounts.limits import limits_set
+    from accounts.services import api_key_issue, project_create
+
+    project = project_create(name=f"{PREFIX}{objects}-{int(time.time())}")
+    started = time.monotonic()
+    with connect(url) as conn:
+        conn.execute(_SEED, (project.id, project.id, objects))
+        conn.commit()
+    with connect(url, autocommit=True) as conn:
+        conn.execute("VACUUM (ANALYZE) files_storedobject")
+    log(f"seeded {objects:,} objects in {time.monotonic() - started:.1f} s")
+    limits_set(project=project, mode="test", changes={"max_storage_bytes": 10**15})
+    issued = api_key_issue(project=project, environment="test")
+    return project.id, issued.raw_key
+
+
+def upload_starts(key: str, count: int) -> list[float]:
+    from rest_framework.test import APIClient
+
+    client = APIClient(HTTP_HOST="localhost")
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    body = {"filename": "a.txt", "contentType": "text/plain", "size": 10}
+    times = []
+    for _ in range(count):
+        started = time.perf_counter()
+        response = client.post("/v1/files/upload", body, format="json")
+        times.append(time.perf_counter() - started)
+        assert response.status_code == 201, response.content
+    return times
+
+
+def old_scan(url: str, project_id: str, count: int) -> list[float]:
+    times = []
+    with connect(url) as conn:
+        for _ in range(count):
+            started = time.perf_counter()
+            conn.execute(_OLD_SCAN, (project_id,)).fetchone()
+            times.append(time.perf_counter() - started)
+    return times
+
+
+def writers(url: str, project_id: str, threads: int, inserts: int, hold: float) -> float:
+    """Rows per second of ``threads`` connections inserting pending objects of one tenant."""
+    barrier = threading.Barrier(threads + 1)
+
+    def run() -> None:
+        with connect(url) as conn:
+            barrier.wait()
+            for _ in range(inserts):
+                conn.execute(
+                    "INSERT INTO files_storedobject (project_id, mode, storage_key, state,"
+                    " declared_type, declared_size, created_at) VALUES"
+                    " (%s, 'test', %s, 'pending', 'text/plain', 10, now())",
+                    (project_id, f"{project_id}/w-{uuid.uuid4().hex}"),
+                )
+                if hold:
+                    # The rest of an upload start's transaction (its file row, its event).
+                    conn.execute("SELECT pg_sleep(%s)", (hold,))
+                conn.commit()
+
+    pool = [threading.Thread(target=run) for _ in range(threads)]
+    for thread in pool:
+        thread.start()
+    barrier.wait()
+    started = time.monotonic()
+    for thread in pool:
+        thread.join()
+    return threads * inserts / (time.monotonic() - started)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--objects", type=int, default=200_000)
+    parser.add_argument("--starts", type=int, default=200)
+    parser.add_argument("--threads", type=int, default=8)
+    parser.add_argument("--inserts", type=int, default=300)
+    parser.add_argument("--hold-ms", type=float, default=2.0)
+    args = parser.parse_args()
+
+    url = bench_database_url()
+    ensure_database(url)
+    setup_django(url)
+    from accounts.models import Project
+    from files.usage import held_bytes
+    from accounts.tenancy import Tenant
+
+    for old in Project.objects.filter(name__startswith=PREFIX).values_list("id", flat=True):
+        delete_project(url, old)
+    small, small_key = tenant(10, url)
+    large, large_key = tenant(args.objects, url)
+    try:
+        print(f"upload start with a quota (median of {args.starts}; old scan: median of 20)")
+        for label, project_id, key in (("10", small, small_key), (f"{args.objects:,}", large, large_key)):
+            starts = statistics.median(upload_starts(key, args.starts))
+            scan = statistics.median(old_scan(url, project_id, 20))
+            held = held_bytes(tenant=Tenant(project=Project.objects.get(pk=project_id), mode="test"))
+            print(
+                f"  {label:>9} objects: POST /v1/files/upload {ms(starts)}, "
+                f"the sum it scanned before {ms(scan)}, held {held:,} bytes"
+            )
+
+        print(f"pending inserts of one tenant, {args.threads} connections at once (rows/s)")
+        with connect(url, autocommit=True) as conn:
+            for label in ("16 slots", "1 slot", "no triggers"):
+                if label == "1 slot":
+                    conn.execute(_ADD.format(slot="0"))
+                if label == "no triggers":
+                    conn.execute(_ADD.format(slot="pg_backend_pid() % 16"))
+                    conn.execute("ALTER TABLE files_storedobject DISABLE TRIGGER USER")
+                try:
+                    rate = writers(url, small, args.threads, args.inserts, args.hold_ms / 1000)
+                finally:
+                    conn.execute(_ADD.format(slot="pg_backend_pid() % 16"))
+                    conn.execute("ALTER TABLE files_storedobject ENABLE TRIGGER USER")
+                print(f"  {label:>11}: {rate:,.0f}")
+    finally:
+        for project_id in (small, large):
+            delete_project(url, project_id)
+
+
+if __name__ == "__main__":
+    main()
