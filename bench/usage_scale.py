@@ -5,7 +5,8 @@ counters make concurrent writers of one tenant wait for each other.
    figure is the server's own time) for a tenant of 10 stored objects and one of 200,000
    (seeded with one INSERT ... SELECT generate_series, counted by the triggers), median of
    --starts requests each; beside it, the scan the quota made before the counters (the sum
-   over the tenant's storedobject_held entries), timed on the same tenants.
+   over the tenant's storedobject_held entries) and the read of the counters that replaced it,
+   on the same tenants: server-side execution time and buffers touched (EXPLAIN ANALYZE).
 2. Writers of one tenant at once: --threads connections each insert --inserts pending
    objects of the same tenant, one per transaction; rows per second with the counters as
    they are (16 slots), with one slot for everybody (the hot row the slots avoid) and with
@@ -18,6 +19,7 @@ counters make concurrent writers of one tenant wait for each other.
 from __future__ import annotations
 
 import argparse
+import logging
 import statistics
 import threading
 import time
@@ -40,21 +42,11 @@ SELECT %s, 'test', %s || '/seed-' || n, 'live', 'application/octet-stream', 1000
 FROM generate_series(1, %s) AS n
 """
 
-_ADD = """
-CREATE OR REPLACE FUNCTION files_usage_add(
-    p_project text, p_mode text,
-    d_bytes bigint, d_objects bigint, d_pending bigint, d_files bigint
-) RETURNS void LANGUAGE sql AS $$
-    INSERT INTO files_usagecounter
-        (project_id, mode, slot, stored_bytes, stored_objects, pending_bytes, uploaded_files)
-    VALUES (p_project, p_mode, {slot}, d_bytes, d_objects, d_pending, d_files)
-    ON CONFLICT (project_id, mode, slot) DO UPDATE SET
-        stored_bytes = files_usagecounter.stored_bytes + EXCLUDED.stored_bytes,
-        stored_objects = files_usagecounter.stored_objects + EXCLUDED.stored_objects,
-        pending_bytes = files_usagecounter.pending_bytes + EXCLUDED.pending_bytes,
-        uploaded_files = files_usagecounter.uploaded_files + EXCLUDED.uploaded_files
-$$
+_FUNCTIONS = """
+SELECT pg_get_functiondef(p.oid) FROM pg_proc p
+WHERE p.proname LIKE 'files\\_usage\\_%' AND p.prorettype = 'trigger'::regtype
 """
+SLOT = "pg_backend_pid() % 16"
 
 
 def ms(seconds: float) -> str:
@@ -94,14 +86,25 @@ def upload_starts(key: str, count: int) -> list[float]:
     return times
 
 
-def old_scan(url: str, project_id: str, count: int) -> list[float]:
+_COUNTERS = """
+SELECT coalesce(sum(stored_bytes + pending_bytes), 0) FROM files_usagecounter
+WHERE project_id = %s AND mode = 'test'
+"""
+
+
+def explained(url: str, query: str, project_id: str, count: int) -> tuple[float, int]:
+    """The query's median execution time (server side) and the buffers it touches."""
     times = []
     with connect(url) as conn:
         for _ in range(count):
-            started = time.perf_counter()
-            conn.execute(_OLD_SCAN, (project_id,)).fetchone()
-            times.append(time.perf_counter() - started)
-    return times
+            row = conn.execute(
+                "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + query, (project_id,)
+            ).fetchone()
+            assert row is not None
+            plan = row[0][0]
+            times.append(plan["Execution Time"] / 1000)
+            buffers = plan["Plan"]["Shared Hit Blocks"] + plan["Plan"]["Shared Read Blocks"]
+    return statistics.median(times), buffers
 
 
 def writers(url: str, project_id: str, threads: int, inserts: int, hold: float) -> float:
@@ -140,44 +143,64 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument("--inserts", type=int, default=300)
     parser.add_argument("--hold-ms", type=float, default=2.0)
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
 
     url = bench_database_url()
     ensure_database(url)
     setup_django(url)
+    logging.getLogger("storage_service.requests").setLevel(logging.WARNING)
     from accounts.models import Project
-    from files.usage import held_bytes
     from accounts.tenancy import Tenant
+    from files.usage import held_bytes
 
     for old in Project.objects.filter(name__startswith=PREFIX).values_list("id", flat=True):
         delete_project(url, old)
     small, small_key = tenant(10, url)
     large, large_key = tenant(args.objects, url)
     try:
-        print(f"upload start with a quota (median of {args.starts}; old scan: median of 20)")
-        for label, project_id, key in (("10", small, small_key), (f"{args.objects:,}", large, large_key)):
+        print(f"upload start with a quota (median of {args.starts}; sums: median of 20)")
+        for label, project_id, key in (
+            ("10", small, small_key),
+            (f"{args.objects:,}", large, large_key),
+        ):
             starts = statistics.median(upload_starts(key, args.starts))
-            scan = statistics.median(old_scan(url, project_id, 20))
-            held = held_bytes(tenant=Tenant(project=Project.objects.get(pk=project_id), mode="test"))
+            now, now_buffers = explained(url, _COUNTERS, project_id, 20)
+            before, before_buffers = explained(url, _OLD_SCAN, project_id, 20)
+            held = held_bytes(
+                tenant=Tenant(project=Project.objects.get(pk=project_id), mode="test")
+            )
             print(
-                f"  {label:>9} objects: POST /v1/files/upload {ms(starts)}, "
-                f"the sum it scanned before {ms(scan)}, held {held:,} bytes"
+                f"  {label:>9} objects: POST /v1/files/upload {ms(starts)}; the quota's sum "
+                f"{ms(now)}, {now_buffers} buffers (the scan it replaced: {ms(before)}, "
+                f"{before_buffers:,} buffers); held {held:,} bytes"
             )
 
-        print(f"pending inserts of one tenant, {args.threads} connections at once (rows/s)")
+        print(
+            f"pending inserts of one tenant, {args.threads} connections at once (rows/s, "
+            f"{args.rounds} rounds)"
+        )
         with connect(url, autocommit=True) as conn:
-            for label in ("16 slots", "1 slot", "no triggers"):
-                if label == "1 slot":
-                    conn.execute(_ADD.format(slot="0"))
-                if label == "no triggers":
-                    conn.execute(_ADD.format(slot="pg_backend_pid() % 16"))
-                    conn.execute("ALTER TABLE files_storedobject DISABLE TRIGGER USER")
-                try:
-                    rate = writers(url, small, args.threads, args.inserts, args.hold_ms / 1000)
-                finally:
-                    conn.execute(_ADD.format(slot="pg_backend_pid() % 16"))
-                    conn.execute("ALTER TABLE files_storedobject ENABLE TRIGGER USER")
-                print(f"  {label:>11}: {rate:,.0f}")
+            functions = [row[0] for row in conn.execute(_FUNCTIONS).fetchall()]
+            assert functions and all(SLOT in f for f in functions), "trigger functions not found"
+            rates: dict[str, list[float]] = {"16 slots": [], "1 slot": [], "no triggers": []}
+            for _ in range(args.rounds):
+                for label, samples in rates.items():
+                    if label == "1 slot":
+                        for function in functions:
+                            conn.execute(function.replace(SLOT, "0"))
+                    if label == "no triggers":
+                        conn.execute("ALTER TABLE files_storedobject DISABLE TRIGGER USER")
+                    try:
+                        hold = args.hold_ms / 1000
+                        samples.append(writers(url, small, args.threads, args.inserts, hold))
+                    finally:
+                        for function in functions:
+                            conn.execute(function)
+                        conn.execute("ALTER TABLE files_storedobject ENABLE TRIGGER USER")
+            for label, samples in rates.items():
+                shown = ", ".join(f"{rate:,.0f}" for rate in samples)
+                print(f"  {label:>11}: median {statistics.median(samples):,.0f} ({shown})")
     finally:
         for project_id in (small, large):
             delete_project(url, project_id)

@@ -3,6 +3,7 @@ whatever changes the rows and however many transactions change them at once."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from io import StringIO
 from typing import Any
 
@@ -63,9 +64,7 @@ def test_counters_equal_the_sums_after_concurrent_uploads_completes_deletes_purg
 ) -> None:
     actor = make_actor("usage-racer")
     # A quota far above what the test stores: every start reserves under the limits row.
-    limits_set(
-        project=actor.project, mode=actor.tenant.mode, changes={"max_storage_bytes": 10**12}
-    )
+    limits_set(project=actor.project, mode=actor.tenant.mode, changes={"max_storage_bytes": 10**12})
     files = [
         uploaded_file(actor, b"u" * (100 + i), contentType="text/plain", filename=f"u{i}.txt")
         for i in range(12)
@@ -86,17 +85,22 @@ def test_counters_equal_the_sums_after_concurrent_uploads_completes_deletes_purg
         files_purge_expired(grace_days=0)
         return "purged"
 
-    calls = [
-        *[lambda i=i: new_upload(i) for i in range(8)],  # type: ignore[misc]
-        *[lambda s=s: actor.post(f"/v1/files/{s['file']['id']}/complete") for s in started],
-        *[lambda f=f: actor.delete(f"/v1/files/{f['id']}") for f in files[1:6]],
-        *[lambda f=f: actor.post(f"/v1/files/{f['id']}/copy", {}) for f in files[6:10]],
-        *[
-            lambda f=f: actor.post(
-                f"/v1/files/{f['id']}/replace", {"contentType": "text/plain", "size": 777}
-            )
-            for f in files[10:12]
-        ],
+    def post(url: str, body: Any = None) -> Callable[[], Any]:
+        return lambda: actor.post(url, body)
+
+    def delete(url: str) -> Callable[[], Any]:
+        return lambda: actor.delete(url)
+
+    def start(i: int) -> Callable[[], Any]:
+        return lambda: new_upload(i)
+
+    replace = {"contentType": "text/plain", "size": 777}
+    calls: list[Callable[[], Any]] = [
+        *[start(i) for i in range(8)],
+        *[post(f"/v1/files/{s['file']['id']}/complete") for s in started],
+        *[delete(f"/v1/files/{f['id']}") for f in files[1:6]],
+        *[post(f"/v1/files/{f['id']}/copy", {}) for f in files[6:10]],
+        *[post(f"/v1/files/{f['id']}/replace", replace) for f in files[10:12]],
         purge,
         purge,
     ]
@@ -152,8 +156,7 @@ def test_rows_written_in_raw_sql_are_counted(owner: Actor) -> None:
     file = uploaded_file(owner, b"z" * 500, contentType="text/plain", filename="z.txt")
     with connection.cursor() as cursor:
         cursor.execute(
-            "UPDATE files_file SET status = 'deleted', status_before_delete = status "
-            "WHERE id = %s",
+            "UPDATE files_file SET status = 'deleted', status_before_delete = status WHERE id = %s",
             [file["id"]],
         )
         cursor.execute(
