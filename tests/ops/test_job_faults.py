@@ -23,7 +23,6 @@ from tests.jobs.seeding import job_of, seed_folder_sql
 from tests.ops.test_worker_faults import (  # noqa: F401 (fixtures)
     Spawn,
     private_broker,
-    receiver,
     redis_server,
     register,
     spawn_worker,
