@@ -12,6 +12,8 @@ counters make concurrent writers of one tenant wait for each other.
    they are (16 slots), with one slot for everybody (the hot row the slots avoid) and with
    the triggers disabled (no counting at all). Each transaction stays open --hold-ms after
    its insert, as an upload start's does for its other rows. On the bench database only.
+3. What the files triggers add to a bulk statement: one UPDATE of --move-rows files' paths
+   (seeded by bench/_common.seed_files), with the triggers and without, rolled back.
 
     .venv/bin/python scripts/devservices.py exec -- .venv/bin/python bench/usage_scale.py
 """
@@ -25,7 +27,15 @@ import threading
 import time
 import uuid
 
-from _common import bench_database_url, connect, delete_project, ensure_database, log, setup_django
+from _common import (
+    bench_database_url,
+    connect,
+    delete_project,
+    ensure_database,
+    fresh_project,
+    log,
+    setup_django,
+)
 
 PREFIX = "bench-usage-scale-"
 
@@ -144,6 +154,7 @@ def main() -> None:
     parser.add_argument("--inserts", type=int, default=300)
     parser.add_argument("--hold-ms", type=float, default=2.0)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--move-rows", type=int, default=20_000)
     args = parser.parse_args()
 
     url = bench_database_url()
@@ -201,9 +212,55 @@ def main() -> None:
             for label, samples in rates.items():
                 shown = ", ".join(f"{rate:,.0f}" for rate in samples)
                 print(f"  {label:>11}: median {statistics.median(samples):,.0f} ({shown})")
+            # What the counting costs one statement: one connection alone, nothing held.
+            alone: dict[str, list[float]] = {"triggers": [], "no triggers": []}
+            for _ in range(args.rounds):
+                for label, samples in alone.items():
+                    if label == "no triggers":
+                        conn.execute("ALTER TABLE files_storedobject DISABLE TRIGGER USER")
+                    try:
+                        samples.append(1e6 / writers(url, small, 1, args.inserts, 0))
+                    finally:
+                        conn.execute("ALTER TABLE files_storedobject ENABLE TRIGGER USER")
+            print("one connection alone (µs per insert and commit)")
+            for label, samples in alone.items():
+                shown = ", ".join(f"{sample:,.0f}" for sample in samples)
+                print(f"  {label:>11}: median {statistics.median(samples):,.0f} ({shown})")
+
+        print(f"one UPDATE of {args.move_rows:,} files' paths (a folder move's statement; ms)")
+        moved = fresh_project(url, prefix=f"{PREFIX}move-", rows=args.move_rows)
+        try:
+            print_move(url, moved.id, args.rounds)
+        finally:
+            delete_project(url, moved.id)
     finally:
         for project_id in (small, large):
             delete_project(url, project_id)
+
+
+def print_move(url: str, project_id: str, rounds: int) -> None:
+    """The statement's time with the files triggers and without, round-robin, rolled back."""
+    times: dict[str, list[float]] = {"triggers": [], "no triggers": []}
+    with connect(url, autocommit=True) as conn:
+        for _ in range(rounds):
+            for label, samples in times.items():
+                if label == "no triggers":
+                    conn.execute("ALTER TABLE files_file DISABLE TRIGGER USER")
+                try:
+                    conn.execute("BEGIN")
+                    started = time.perf_counter()
+                    conn.execute(
+                        "UPDATE files_file SET path = 'moved/' || coalesce(path, ''),"
+                        " updated_at = now() WHERE project_id = %s",
+                        (project_id,),
+                    )
+                    samples.append(time.perf_counter() - started)
+                    conn.execute("ROLLBACK")
+                finally:
+                    conn.execute("ALTER TABLE files_file ENABLE TRIGGER USER")
+    for label, samples in times.items():
+        shown = ", ".join(f"{sample * 1000:,.0f}" for sample in samples)
+        print(f"  {label:>11}: median {statistics.median(samples) * 1000:,.0f} ({shown})")
 
 
 if __name__ == "__main__":
