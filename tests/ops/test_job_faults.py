@@ -38,7 +38,7 @@ FILES = 20_000
 @pytest.mark.timeout(300)
 def test_a_move_whose_worker_is_killed_midway_is_finished_exactly_by_another(
     spawn_worker: Spawn,  # noqa: F811
-    receiver: Receiver,  # noqa: F811
+    receiver: Receiver,
 ) -> None:
     owner = make_actor("fault-move")
     register(owner, receiver.url("/folders"), ["folder.moved"])
