@@ -3,7 +3,7 @@
 that hold the GIL (Python running, not waiting on PostgreSQL or Redis).
 
     .venv/bin/python bench/profile_served.py [--endpoint get|list|upload] [--seconds 15]
-        [--depth 6] [--root 'fast_lane.<locals>.view']
+        [--depth 6] [--root 'FileViewSet.retrieve']
 
 Prints requests per second, CPU milliseconds per request of gunicorn and PostgreSQL, and the
 call tree under ``--root`` (a frame name prefix), each line the share of all GIL samples of
