@@ -13,12 +13,10 @@ from files.models import File, FileQuerySet
 from storage_service.errors import FileNotFound
 from storage_service.ids import looks_like_id
 
-
 # What File.objects.for_tenant(tenant).visible().filter(id=file_id) reads, written once: the
 # ORM would compile it again for every request, which costs more than PostgreSQL's answer.
 _FILE_SQL = (
-    "SELECT {columns} FROM {table} WHERE id = %s AND project_id = %s AND mode = %s"
-    " AND status <> %s"
+    "SELECT {columns} FROM {table} WHERE id = %s AND project_id = %s AND mode = %s AND status <> %s"
 ).format(
     columns=", ".join(f'"{field.column}"' for field in File._meta.concrete_fields),
     table=File._meta.db_table,
