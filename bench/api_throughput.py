@@ -601,9 +601,7 @@ def report(
                     spread([r.ratio(label, PEERS[label]) for r in rounds], ".2f"),
                 ]
             )
-        print(
-            bench.table(["endpoint", "ours req/s", "peer req/s", "ours/peer"], peer_rows)
-        )
+        print(bench.table(["endpoint", "ours req/s", "peer req/s", "ours/peer"], peer_rows))
 
     print("\nGoals (on the median ratio):")
     if peer is None:

@@ -134,8 +134,9 @@ def main() -> int:
 
         statements: list[str] = []
         with connection.execute_wrapper(
-            lambda execute, sql, params, many, context: statements.append(sql)
-            or execute(sql, params, many, context)
+            lambda execute, sql, params, many, context: (
+                statements.append(sql) or execute(sql, params, many, context)
+            )
         ):
             one()
         runs, cpu = [], []

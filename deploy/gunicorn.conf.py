@@ -10,6 +10,7 @@ to a request the API documents as valid. 0 lifts gunicorn's own limit to its 1 M
 """
 
 import os
+from typing import Any
 
 limit_request_line = 0
 
@@ -33,7 +34,7 @@ keepalive = 5
 _max_body = int(os.environ.get("SERVICE_MAX_REQUEST_BODY_BYTES") or 1024 * 1024)
 
 
-def pre_request(worker, req):  # noqa: ANN001, ANN201 (gunicorn's hook signature)
+def pre_request(worker: Any, req: Any) -> None:
     for name, value in req.headers:
         if name == "CONTENT-LENGTH" and value.isdigit() and int(value) > _max_body:
             req.must_close = True
