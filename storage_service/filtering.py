@@ -30,6 +30,11 @@ class CleanedFormField(forms.Field):
         self.clean_value = clean_value
         super().__init__(**kwargs)
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> CleanedFormField:
+        # Each form copies its class's fields (Django's forms do, for forms that change them
+        # per instance). These never change and are never rendered: one serves every form.
+        return self
+
     def clean(self, value: Any) -> Any:
         if value is None:
             return None
