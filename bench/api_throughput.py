@@ -56,10 +56,6 @@ PEER_GET = "peer: GET /object/info/authenticated/<bucket>/<path>"
 PEER_LIST = "peer: POST /object/list/<bucket> (prefix, limit 20)"
 PEER_UPLOAD = "peer: POST /object/upload/sign/<bucket>/<path>"
 PEERS = {GET: PEER_GET, LIST: PEER_LIST, UPLOAD: PEER_UPLOAD}
-# While an endpoint has a fast lane in front of its DRF view, the same request with an Accept
-# header the lane hands over (it does not negotiate) shows what the DRF view alone serves.
-DRF_ACCEPT = "application/json; q=0.9"
-DRF_SUFFIX = " [DRF view, lane bypassed]"
 # (endpoint, reference, share): the shares of the references each endpoint should reach.
 GOALS = [(GET, LEAN, 0.8), (LIST, BARE, 0.25), (UPLOAD, BARE, 0.2)]
 # (endpoint, ratio): ours divided by the peer's counterpart, measured in the same round.
@@ -367,14 +363,6 @@ class Remote:
         return bench.CpuTimes(bench.process_cpu(self.pid), times.postgres, times.machine)
 
 
-def has_fast_lane(path: str) -> bool:
-    """Whether a plain view answers ``path`` before its DRF view (storage_service/fastlane.py
-    marks such a view with the DRF view it hands over to)."""
-    from django.urls import resolve
-
-    return hasattr(resolve(path.split("?")[0]).func, "fallback")
-
-
 # --- Run --------------------------------------------------------------------------------------
 
 
@@ -424,7 +412,6 @@ def main() -> int:
     project = fresh_project(url)
     workdir = Path(tempfile.mkdtemp(prefix="bench-wrk-"))
     rounds: list[Round] = []
-    lanes: set[str] = set()
     try:
         raw_key = api_key_issue(project=project, environment="test", name="bench").raw_key
         file_id = (
@@ -471,17 +458,6 @@ def main() -> int:
         loads = [Load(BARE, "ref", "/bare"), Load(LEAN, "ref", f"/lean/files/{file_id}")]
         for load in ours:
             loads.append(load)
-            if load.label != COMPLETE and has_fast_lane(load.path):
-                lanes.add(load.label)
-                drf = Load(
-                    load.label + DRF_SUFFIX,
-                    "api",
-                    load.path,
-                    load.expect_body,
-                    load.script,
-                    accept=DRF_ACCEPT,
-                )
-                loads.append(drf)
             if load.label in peer_loads:
                 loads.append(peer_loads[load.label])
         with (
@@ -537,7 +513,6 @@ def main() -> int:
     report(
         rounds,
         loads_by_label,
-        lanes,
         peer,
         (api_line, ref_line),
         bool(settings.DEBUG),
@@ -557,7 +532,6 @@ def median_ratio(rounds: list[Round], label: str, reference: str) -> float:
 def report(
     rounds: list[Round],
     loads: dict[str, Load],
-    lanes: set[str],
     peer: Peer | None,
     lines: tuple[str, str],
     debug: bool,
@@ -571,7 +545,7 @@ def report(
     )
     print(f"API:        {api_line}")
     print(f"references: {ref_line}")
-    print(f"DEBUG={debug} in both (the dev settings, as `make run`)")
+    print(f"DEBUG={debug} in both (the dev settings; SERVICE_DEBUG=true for DEBUG on)")
     if peer is None:
         print("peer:       not measured (no --peer-url/--peer-key given)")
     else:
@@ -590,7 +564,7 @@ def report(
                 spread([m.rps for m in measures], ",.0f"),
                 spread([r.ratio(label, BARE) for r in rounds], ".2f"),
                 spread([r.ratio(label, LEAN) for r in rounds], ".2f")
-                if label in (LEAN, GET, GET + DRF_SUFFIX)
+                if label in (LEAN, GET)
                 else "",
                 f"{statistics.median(m.p50_ms for m in measures):.1f}",
                 f"{statistics.median(m.p99_ms for m in measures):.1f}",
@@ -613,39 +587,21 @@ def report(
         " peer's rows, of the peer's process; 'postgres CPU ms/req': of every PostgreSQL"
         " process; per answered request (medians over the rounds)."
     )
-    if lanes:
-        print(
-            f"Rows marked '{DRF_SUFFIX.strip()}': the same request with 'Accept: {DRF_ACCEPT}',"
-            " which the endpoint's fast lane hands to its DRF view; the unmarked row is what a"
-            " client gets (the lane)."
-        )
 
     ours = [label for label in (GET, LIST, UPLOAD) if label in loads]
     if peer is not None:
         print("\nAgainst the peer (each ratio divides figures of the same round):")
         peer_rows = []
         for label in ours:
-            served_by = "fast lane" if label in lanes else "DRF view"
-            variants = [(label, served_by)]
-            if label in lanes:
-                variants.append((label + DRF_SUFFIX, "DRF view (lane bypassed)"))
-            for mine, how in variants:
-                peer_rows.append(
-                    [
-                        label,
-                        how,
-                        spread([r.measures[mine].rps for r in rounds], ",.0f"),
-                        spread([r.measures[PEERS[label]].rps for r in rounds], ",.0f"),
-                        spread([r.ratio(mine, PEERS[label]) for r in rounds], ".2f"),
-                    ]
-                )
-        print(
-            bench.table(
-                ["endpoint", "served by", "ours req/s", "peer req/s", "ours/peer"],
-                peer_rows,
-                left=(0, 1),
+            peer_rows.append(
+                [
+                    label,
+                    spread([r.measures[label].rps for r in rounds], ",.0f"),
+                    spread([r.measures[PEERS[label]].rps for r in rounds], ",.0f"),
+                    spread([r.ratio(label, PEERS[label]) for r in rounds], ".2f"),
+                ]
             )
-        )
+        print(bench.table(["endpoint", "ours req/s", "peer req/s", "ours/peer"], peer_rows))
 
     print("\nGoals (on the median ratio):")
     if peer is None:
@@ -655,17 +611,7 @@ def report(
             continue
         ratio = median_ratio(rounds, label, PEERS[label])
         verdict = "PASS" if ratio >= goal else "FAIL"
-        how = " (served by its fast lane)" if label in lanes else ""
-        print(f"  [{verdict}] {label} at least {goal:.2f}x the peer{how}: {ratio:.2f}")
-        if label in lanes:
-            drf = median_ratio(rounds, label + DRF_SUFFIX, PEERS[label])
-            verdict = "PASS" if drf >= goal else "FAIL"
-            print(f"  [{verdict}] {label}, its DRF view, at least {goal:.2f}x the peer: {drf:.2f}")
-    for label in ours:
-        if label in lanes:
-            ratio = median_ratio(rounds, label + DRF_SUFFIX, label)
-            verdict = "PASS" if ratio >= 1.0 else "FAIL"
-            print(f"  [{verdict}] {label}: its DRF view at least as fast as its lane: {ratio:.2f}")
+        print(f"  [{verdict}] {label} at least {goal:.2f}x the peer: {ratio:.2f}")
     for label, reference, share in GOALS:
         if label not in loads:
             continue

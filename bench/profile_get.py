@@ -3,12 +3,13 @@ directly (no network, no gunicorn), 3 x 2,000 requests timed, then 2,000 under c
 
     .venv/bin/python bench/profile_get.py [--requests 2000] [--top 25]
 
-Prints the mean wall time per request (median and range of the 3 timed runs), then the
+Prints the mean wall time and CPU time (this process: Python, not PostgreSQL or Redis) per
+request (median and range of the 3 timed runs), the SQL statements one request sends, then the
 cumulative time per request of the parts named in docs/performance.md (key lookup, file
 query, rate-limit count, request log, rendering, middleware), and the top functions by their
 own time. cProfile's overhead inflates every figure by a similar factor: read the shares, not
 the absolute times, from the profile. Uses the bench database with a fresh project of its
-own, deleted afterwards.
+own (api_throughput's: the list is 20 of a folder of 100), deleted afterwards.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 import _common as bench
+import api_throughput as throughput
 
 # (label, file suffix, function name): cumulative time of these, per request.
 PARTS = [
@@ -102,21 +104,14 @@ def main() -> int:
     bench.setup_django(url)
     import logging
 
-    from accounts.services import api_key_issue, project_create
+    from accounts.services import api_key_issue
     from files.models import File
     from storage_service.wsgi import application
 
     # The request log goes to stderr in the server; here to nowhere, but still formatted.
     logging.getLogger().handlers[0].stream = io.StringIO()  # type: ignore[attr-defined]
-    project = project_create(name=f"bench-profile-get-{int(time.time())}")
+    project = throughput.fresh_project(url)  # the list: 20 of a folder of 100, as api_throughput
     try:
-        bench.seed_files(
-            url,
-            project_id=project.id,
-            object_id=bench.shared_object(project.id),
-            rows=100,
-            rebuild_indexes=False,
-        )
         key = api_key_issue(project=project, environment="test", name="profile").raw_key
         file_id = (
             File.objects.filter(
@@ -126,7 +121,7 @@ def main() -> int:
             .first()
         )
         if args.endpoint == "list":
-            one = wsgi_get(application, "/v1/files?limit=20", key)
+            one = wsgi_get(application, f"/v1/files?path={throughput.LIST_PATH}&limit=20", key)
         elif args.endpoint == "upload":
             upload = b'{"filename":"p.png","contentType":"image/png","size":1024}'
             one = wsgi_get(application, "/v1/files/upload", key, upload)
@@ -135,12 +130,22 @@ def main() -> int:
         assert one() in (200, 201)
         for _ in range(200):  # warm up
             one()
-        runs = []
+        from django.db import connection
+
+        statements: list[str] = []
+        with connection.execute_wrapper(
+            lambda execute, sql, params, many, context: (
+                statements.append(sql) or execute(sql, params, many, context)
+            )
+        ):
+            one()
+        runs, cpu = [], []
         for _ in range(3):
-            started = time.perf_counter()
+            started, started_cpu = time.perf_counter(), time.process_time()
             for _ in range(args.requests):
                 one()
             runs.append((time.perf_counter() - started) / args.requests * 1000)
+            cpu.append((time.process_time() - started_cpu) / args.requests * 1000)
         profile = cProfile.Profile()
         profile.enable()
         for _ in range(args.requests):
@@ -151,8 +156,13 @@ def main() -> int:
 
     print(
         f"\n{args.endpoint} in-process: {statistics.median(runs):.3f} ms per request "
-        f"(3 runs of {args.requests}: {min(runs):.3f}-{max(runs):.3f} ms)\n"
+        f"(3 runs of {args.requests}: {min(runs):.3f}-{max(runs):.3f} ms), CPU "
+        f"{statistics.median(cpu):.3f} ms ({min(cpu):.3f}-{max(cpu):.3f}); "
+        f"{len(statements)} SQL statements per request:"
     )
+    for statement in statements:
+        print(f"  {statement[:150]}")
+    print()
     stats = pstats.Stats(profile)
     raw: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]
     whole = 0.0

@@ -3,7 +3,7 @@
 that hold the GIL (Python running, not waiting on PostgreSQL or Redis).
 
     .venv/bin/python bench/profile_served.py [--endpoint get|list|upload] [--seconds 15]
-        [--depth 6] [--root 'fast_lane.<locals>.view']
+        [--depth 6] [--root 'FileViewSet.retrieve']
 
 Prints requests per second, CPU milliseconds per request of gunicorn and PostgreSQL, and the
 call tree under ``--root`` (a frame name prefix), each line the share of all GIL samples of
@@ -31,7 +31,7 @@ def main() -> int:
     parser.add_argument("--endpoint", choices=["get", "list", "upload"], default="list")
     parser.add_argument("--seconds", type=int, default=15)
     parser.add_argument("--depth", type=int, default=6, help="levels of the tree shown")
-    parser.add_argument("--root", default="SyncWorker.handle_request", help="frame to start at")
+    parser.add_argument("--root", default="ThreadWorker.handle", help="frame to start at")
     parser.add_argument("--min-share", type=float, default=0.5, help="hide lines below (%%)")
     args = parser.parse_args()
     for tool in ("wrk", "py-spy"):

@@ -10,15 +10,35 @@ to a request the API documents as valid. 0 lifts gunicorn's own limit to its 1 M
 """
 
 import os
+from typing import Any
 
 limit_request_line = 0
 
-# Sync workers, one thread each: a request holds a worker for its whole life, and the work is
-# a few SQL queries and a presign (the bytes never pass through the API), so processes, not
-# threads, use the cores. WEB_CONCURRENCY (gunicorn's own variable) overrides the count.
+# Threaded workers (gthread): a connection stays open between requests (HTTP keep-alive), as
+# clients and proxies expect, instead of a TCP connection per request as sync workers do.
+# Each request still holds one thread for its whole life (a few SQL statements and a presign;
+# the bytes never pass through the API); processes, not threads, use the cores, so THREADS
+# only covers the time a request waits on PostgreSQL or Redis. WEB_CONCURRENCY and
+# WEB_THREADS override the counts.
 workers = int(os.environ.get("WEB_CONCURRENCY") or max(2, 2 * len(os.sched_getaffinity(0))))
-threads = 1
-worker_class = "sync"
+threads = int(os.environ.get("WEB_THREADS") or 2)
+worker_class = "gthread"
+# Idle keep-alive connections are closed after this many seconds (gunicorn's default, 2, is
+# shorter than most clients' pools keep them).
+keepalive = 5
+
+# The API refuses a body over SERVICE_MAX_REQUEST_BODY_BYTES unread (413, before reading a
+# byte: storage_service/middleware.py). The connection of such a request is closed after the
+# answer ("Connection: close"): otherwise gunicorn would read the unsent body to find the next
+# request. gunicorn ignores a Connection header the application sets, hence this hook.
+_max_body = int(os.environ.get("SERVICE_MAX_REQUEST_BODY_BYTES") or 1024 * 1024)
+
+
+def pre_request(worker: Any, req: Any) -> None:
+    for name, value in req.headers:
+        if name == "CONTENT-LENGTH" and value.isdigit() and int(value) > _max_body:
+            req.must_close = True
+
 
 # The worker timeout: a request still running after it is killed. Django settings read the
 # same variable and refuse an object-store budget that does not fit inside it.

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import django_filters
-
 from files import selectors
 from files.finding import (
     clean_metadata_param,
@@ -16,7 +14,7 @@ from files.finding import (
 )
 from files.models import File, FileQuerySet
 from files.validation import clean_content_type, clean_path, clean_search
-from storage_service.filtering import CleanedFilter
+from storage_service.filtering import CleanedFilter, FilterSet
 from storage_service.serializers import choice, in_query, or_empty, with_schema
 
 # sortBy: the File field each sort orders by (then by id), each served by its own index.
@@ -43,7 +41,7 @@ def clean_folder(value: Any) -> str | _Root | None:
     return ROOT if cleaned is None and value != "" else cleaned
 
 
-class FileFilterSet(django_filters.FilterSet):
+class FileFilterSet(FilterSet):
     """Deleted files are left out unless ``status=deleted`` asks for them (the trash). Every
     filter combined with every sort is served by the index of that sort; ``search`` is
     applied by the page's own plan (files/selectors.py: search_page_rows), because a plain
@@ -125,7 +123,7 @@ class FileFilterSet(django_filters.FilterSet):
         return queryset  # applied by filter_queryset, once both are known
 
 
-class FolderFilterSet(django_filters.FilterSet):
+class FolderFilterSet(FilterSet):
     """The direct child folders of ``parent`` (the root without one), by name."""
 
     parent = CleanedFilter(

@@ -3,14 +3,12 @@ by job_project_id; ``status`` and ``type`` narrow it."""
 
 from __future__ import annotations
 
-import django_filters
-
 from files.models import Job, JobQuerySet
-from storage_service.filtering import CleanedFilter
+from storage_service.filtering import CleanedFilter, FilterSet
 from storage_service.serializers import choice
 
 
-class JobFilterSet(django_filters.FilterSet):
+class JobFilterSet(FilterSet):
     status = CleanedFilter(
         choice(Job.Status.values), field_name="status", help_text="Only jobs in this status."
     )

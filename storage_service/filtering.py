@@ -10,6 +10,7 @@ rule's message under the parameter's name.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cache
 from typing import Any
 
 import django_filters
@@ -28,6 +29,11 @@ class CleanedFormField(forms.Field):
     def __init__(self, *, clean_value: Callable[[str], Any], **kwargs: Any) -> None:
         self.clean_value = clean_value
         super().__init__(**kwargs)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> CleanedFormField:
+        # Each form copies its class's fields (Django's forms do, for forms that change them
+        # per instance). These never change and are never rendered: one serves every form.
+        return self
 
     def clean(self, value: Any) -> Any:
         if value is None:
@@ -48,6 +54,24 @@ class CleanedFilter(django_filters.Filter):
         self.clean = clean
         self.default = default
         super().__init__(clean_value=clean, **kwargs)
+
+
+class FilterSet(django_filters.FilterSet):
+    """django-filter's FilterSet, its form class built once per class.
+
+    django-filter builds a new form class, with a new form field per filter, for every
+    instance: on a list request that cost more than the list's SQL. The fields here depend on
+    nothing of the request (each is its filter's clean function), so one class serves all.
+    """
+
+    @classmethod
+    @cache
+    def form_class(cls) -> type[forms.Form]:
+        fields = {name: filter_.field for name, filter_ in cls.base_filters.items()}
+        return type(f"{cls.__name__}Form", (cls._meta.form,), fields)
+
+    def get_form_class(self) -> type[forms.Form]:
+        return self.form_class()
 
 
 class FilterBackend(DjangoFilterBackend):

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import django_filters
 from django.db.models import QuerySet
 
+from storage_service.filtering import FilterSet
 from variants.models import Variant
 
 
-class VariantFilterSet(django_filters.FilterSet):
+class VariantFilterSet(FilterSet):
     """No filters: every variant of the file, oldest first (ids are time-ordered)."""
 
     class Meta:

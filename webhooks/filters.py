@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import django_filters
 from django.db.models import QuerySet
 
-from storage_service.filtering import CleanedFilter
+from storage_service.filtering import CleanedFilter, FilterSet
 from storage_service.serializers import choice
 from webhooks.models import Delivery, Event, EventQuerySet
 
 
-class DeliveryFilterSet(django_filters.FilterSet):
+class DeliveryFilterSet(FilterSet):
     """No filters: every delivery of the endpoint, newest first (ids are time-ordered)."""
 
     class Meta:
@@ -23,7 +22,7 @@ class DeliveryFilterSet(django_filters.FilterSet):
         return super().filter_queryset(queryset).order_by("-id")
 
 
-class EventFilterSet(django_filters.FilterSet):
+class EventFilterSet(FilterSet):
     """Newest first, keyset on ``(created_at, id)``: the ``event_project_created_id`` index,
     or with ``type`` the ``event_project_type_created`` one."""
 

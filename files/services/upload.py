@@ -8,7 +8,7 @@ from typing import Any
 
 import psycopg
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Model
+from django.db.models import Field, Model
 from django.db.models.sql import InsertQuery
 
 from accounts.tenancy import Tenant
@@ -194,8 +194,36 @@ def _insert_sql(
     compiler: each field's ``pre_save`` and ``get_db_prep_save``), for sending as part of a
     larger statement. ``expressions`` puts SQL in place of some attributes' values;
     ``returning`` names a column to return. The instance is marked saved: the caller must
-    send it."""
+    send it.
+
+    The statement's text depends only on its shape (the model, the fields given a value, the
+    expressions, the returned column), so the insert compiler builds it once per shape; each
+    call only prepares the values, as the compiler does."""
     expressions = expressions or {}
+    returned = obj._meta.db_returning_fields
+    shape = (
+        type(obj),
+        tuple(field.attname for field in returned if getattr(obj, field.attname) is None),
+        tuple(sorted(expressions.items())),
+        returning,
+    )
+    known = _insert_statements.get(shape)
+    if known is None:
+        known = _insert_statements[shape] = _insert_statement(obj, expressions, returning)
+    sql, valued = known
+    params = [field.get_db_prep_save(field.pre_save(obj, True), connection) for field in valued]
+    obj._state.adding, obj._state.db = False, connection.alias
+    return sql, params
+
+
+_insert_statements: dict[tuple[Any, ...], tuple[str, list[Field[Any, Any]]]] = {}
+
+
+def _insert_statement(
+    obj: Model, expressions: dict[str, str], returning: str | None
+) -> tuple[str, list[Field[Any, Any]]]:
+    """The text of ``obj``'s INSERT, by Django's insert compiler, and the fields whose values
+    its placeholders take, in order."""
     returned = obj._meta.db_returning_fields
     fields = [
         field
@@ -205,7 +233,7 @@ def _insert_sql(
     valued = [field for field in fields if field.attname not in expressions]
     query = InsertQuery(type(obj))
     query.insert_values(valued, [obj])
-    [(compiled, params)] = query.get_compiler(connection=connection).as_sql()
+    [(compiled, _)] = query.get_compiler(connection=connection).as_sql()
     # Every value of these models is a plain placeholder; anything else would need its own.
     if not compiled.endswith(f"VALUES ({', '.join(['%s'] * len(valued))})"):
         raise ValueError(f"unexpected placeholders in {compiled!r}")
@@ -215,8 +243,7 @@ def _insert_sql(
     sql = f"INSERT INTO {table} ({names}) VALUES ({placeholders})"
     if returning is not None:
         sql += f" RETURNING {connection.ops.quote_name(returning)}"
-    obj._state.adding, obj._state.db = False, connection.alias
-    return sql, list(params)
+    return sql, valued
 
 
 def _refused_column(error: BaseException | None, column: str) -> bool:
