@@ -9,6 +9,7 @@ rule's message under the parameter's name.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from functools import cache
 from typing import Any
@@ -54,6 +55,14 @@ class CleanedFilter(django_filters.Filter):
         self.clean = clean
         self.default = default
         super().__init__(clean_value=clean, **kwargs)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> CleanedFilter:
+        # Each FilterSet deep-copies its class's filters, then sets each copy's parent and
+        # model. Nothing else of a filter changes per request, so a shallow copy is the same
+        # filter at a fraction of the cost (the deep copy walked every field's arguments).
+        clone = copy.copy(self)
+        clone.method = self.method  # its FilterMethod must call the copy (and so its parent)
+        return clone
 
 
 class FilterSet(django_filters.FilterSet):
