@@ -46,6 +46,7 @@ from _common import (
     gunicorn,
     log,
     percentile,
+    process_cpu,
     server_environment,
     setup_django,
     shared_object,
@@ -123,16 +124,6 @@ def tagged(url: str, role: str) -> str:
 ROLES = ("jobs", "hooks", "api")
 
 
-def _process_cpu(pid: int) -> float:
-    """utime + stime of a process (all its threads), in seconds; 0 once it is gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return 0.0
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 class CpuMeter(threading.Thread):
     """CPU seconds of each role (the jobs worker, the webhook worker, the API) between
     ``mark`` and ``stop``: its own processes and its PostgreSQL backends (found by
@@ -152,7 +143,7 @@ class CpuMeter(threading.Thread):
             " WHERE datname = current_database() AND application_name LIKE 'bench-%'"
         ).fetchall()
         for pid, name in rows:
-            used = _process_cpu(pid)
+            used = process_cpu(pid)
             role, first, _ = self.seen.get(pid, (name.removeprefix("bench-"), used, used))
             if not self.marked.is_set():
                 first = used
@@ -183,10 +174,10 @@ class CpuMeter(threading.Thread):
     def _own(self, role: str) -> float:
         total = 0.0
         for root in self.processes[role]:
-            total += _process_cpu(root)
+            total += process_cpu(root)
             with contextlib.suppress(OSError):
                 children = Path(f"/proc/{root}/task/{root}/children").read_text().split()
-                total += sum(_process_cpu(int(child)) for child in children)
+                total += sum(process_cpu(int(child)) for child in children)
         return total
 
 
