@@ -61,7 +61,7 @@ class StoredObject(models.Model):
 class UsageCounter(models.Model):
     """A share of what one tenant (project, mode) stores: the tenant's usage is the sum of its
     rows, one per slot. Written only by the database's own triggers on files_storedobject and
-    files_file (migration 0012_usage_counters), so every change of an object or a file is
+    files_file (migration 0011_usage_counters), so every change of an object or a file is
     counted in the transaction that makes it, whatever code (or raw SQL) makes it.
 
     A transaction adds to the slot of its backend (``pg_backend_pid() % SLOTS``), so

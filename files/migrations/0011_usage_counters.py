@@ -149,7 +149,7 @@ _DROP = "".join(
 class Migration(migrations.Migration):
     dependencies = [
         ("accounts", "0006_merge_0005_apikey_scopes_0005_project_limits"),
-        ("files", "0011_job_failed_attempts"),
+        ("files", "0010_move_friendly_indexes"),
     ]
 
     operations = [
