@@ -311,18 +311,7 @@ def seed_files(
             "start": _db_now(conn) - _micros(year_us),
             "step": _micros(year_us // (rows + 1)),
         }
-        uploaded = "SELECT count(*) FROM files_file WHERE project_id = %s AND status = 'uploaded'"
-        before = conn.execute(uploaded, (project_id,)).fetchone()
         conn.execute(seed_files_sql(), params)
-        after = conn.execute(uploaded, (project_id,)).fetchone()
-        # The replica role skips the usage counters' triggers too: count the seeded files.
-        conn.execute(
-            "INSERT INTO files_usagecounter (project_id, mode, slot, stored_bytes,"
-            " stored_objects, pending_bytes, uploaded_files) VALUES (%s, 'test', 0, 0, 0, 0, %s)"
-            " ON CONFLICT (project_id, mode, slot) DO UPDATE SET uploaded_files ="
-            " files_usagecounter.uploaded_files + EXCLUDED.uploaded_files",
-            (project_id, (after[0] if after else 0) - (before[0] if before else 0)),
-        )
         inserted = time.monotonic()
         log(f"inserted {rows:,} files in {inserted - started:.1f} s")
         for _, ddl in indexes:
@@ -398,12 +387,8 @@ def delete_project(url: str, project_id: str) -> None:
               AND a.attname = 'project_id'
             """
         ).fetchall()
-        # Files before stored objects only for readability: the constraints are deferred. The
-        # usage counters last: deleting objects and files adds to them (triggers).
-        tables = sorted(
-            {row[0] for row in by_project},
-            key=lambda t: (t == "files_usagecounter", t != "files_file"),
-        )
+        # Files before stored objects only for readability: the constraints are deferred.
+        tables = sorted({row[0] for row in by_project}, key=lambda t: t != "files_file")
         for table in tables:
             conn.execute(
                 sql.SQL("DELETE FROM {} WHERE project_id = %s").format(sql.Identifier(table)),

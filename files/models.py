@@ -23,7 +23,7 @@ class StoredObject(models.Model):
         PURGED = "purged"  # removed from the store
 
     # Only the objects that hold or reserve bytes are indexed by project (storedobject_held):
-    # recounting a tenant's usage (recount_usage) reads that tenant's entries only.
+    # a tenant's usage reads that tenant's entries, never the whole table.
     project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="+", db_index=False)
     mode = mode_field()
     storage_key = models.CharField(max_length=200, unique=True)
@@ -44,8 +44,8 @@ class StoredObject(models.Model):
                 name="storedobject_discarded",
                 condition=Q(state="discarded"),
             ),
-            # A tenant's bytes in the store and its pending uploads' reservations, counted
-            # afresh (files/usage.py usage_recount) as index-only scans.
+            # A tenant's bytes in the store and its pending uploads' reservations
+            # (files/usage.py: usage and the storage quota), as index-only scans.
             models.Index(
                 fields=["project", "mode"],
                 include=["state", "size", "declared_size"],
@@ -56,40 +56,6 @@ class StoredObject(models.Model):
 
     def __str__(self) -> str:
         return self.storage_key
-
-
-class UsageCounter(models.Model):
-    """A share of what one tenant (project, mode) stores: the tenant's usage is the sum of its
-    rows, one per slot. Written only by the database's own triggers on files_storedobject and
-    files_file (migration 0011_usage_counters), so every change of an object or a file is
-    counted in the transaction that makes it, whatever code (or raw SQL) makes it.
-
-    A transaction adds to the slot of its backend (``pg_backend_pid() % SLOTS``), so
-    concurrent transactions of one tenant mostly lock different rows; reading the usage sums
-    at most SLOTS rows of one index range. ``manage.py recount_usage`` recomputes the rows.
-    """
-
-    SLOTS = 16
-
-    # Indexed by usagecounter_slot (project, mode, slot).
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+", db_index=False)
-    mode = mode_field()
-    slot = models.SmallIntegerField()
-    # Live and discarded objects with a known size: the bytes the store holds, and how many.
-    stored_bytes = models.BigIntegerField(default=0)
-    stored_objects = models.BigIntegerField(default=0)
-    # Pending objects' declared sizes: what uploads not yet verified reserve under the quota.
-    pending_bytes = models.BigIntegerField(default=0)
-    # Files whose status is uploaded.
-    uploaded_files = models.BigIntegerField(default=0)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["project", "mode", "slot"], name="usagecounter_slot")
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.project_id} {self.mode} slot {self.slot}"
 
 
 class FileQuerySet(models.QuerySet["File"]):
