@@ -502,6 +502,11 @@ WITH {change}event_rows AS (
 )
 SELECT (SELECT count(*) FROM event), (SELECT count(*) FROM deliveries){returning}
 """
+# The same for every call: built once (each spelled id is about 1,800 characters).
+_ROW_EVENT_ID_SQL = new_id_spelled_sql("evt", "r")
+_ROW_EVENT_ID_PARTS_SQL = id_parts_sql("r.event_random")
+_ROW_DELIVERY_ID_SQL = new_id_spelled_sql("dl", "e")
+_ROW_DELIVERY_ID_PARTS_SQL = id_parts_sql("e.random_hex")
 
 
 def events_record_rows(
@@ -527,11 +532,11 @@ def events_record_rows(
     sql = _RECORD_ROWS_SQL.format(
         change=change.ctes,
         rows=rows,
-        event_id=new_id_spelled_sql("evt", "r"),
-        event_id_parts=id_parts_sql("r.event_random"),
+        event_id=_ROW_EVENT_ID_SQL,
+        event_id_parts=_ROW_EVENT_ID_PARTS_SQL,
         data=data,
-        delivery_id=new_id_spelled_sql("dl", "e"),
-        delivery_id_parts=id_parts_sql("e.random_hex"),
+        delivery_id=_ROW_DELIVERY_ID_SQL,
+        delivery_id_parts=_ROW_DELIVERY_ID_PARTS_SQL,
         returning="".join(f", {expression}" for expression in change.returning),
     )
     params = [
