@@ -3,24 +3,14 @@
 from __future__ import annotations
 
 from django.db import DEFAULT_DB_ALIAS, connections
-from django.db.models import Model
 
 from accounts.keys import hash_key, is_well_formed
 from accounts.models import ApiKey, Organization, Project
+from storage_service.fields import concrete_columns
 
-
-def _columns(model: type[Model], table: str) -> tuple[list[str], str]:
-    """The attribute names of ``model``'s concrete fields, and their columns as SQL of
-    ``table`` (an alias), in the same order."""
-    fields = model._meta.concrete_fields
-    return [field.attname for field in fields], ", ".join(
-        f'{table}."{field.column}"' for field in fields
-    )
-
-
-_KEY_FIELDS, _key_columns = _columns(ApiKey, "k")
-_PROJECT_FIELDS, _project_columns = _columns(Project, "p")
-_ORGANIZATION_FIELDS, _organization_columns = _columns(Organization, "o")
+_KEY_FIELDS, _key_columns = concrete_columns(ApiKey, "k")
+_PROJECT_FIELDS, _project_columns = concrete_columns(Project, "p")
+_ORGANIZATION_FIELDS, _organization_columns = concrete_columns(Organization, "o")
 # Every request runs this, so it is written once, here: the ORM would compile the same
 # statement again for each request, which costs more than PostgreSQL's answer. None of these
 # fields converts its value from the database (no JSON), so Model.from_db takes the row as is.

@@ -11,15 +11,14 @@ from django.db.models.functions import Substr
 from accounts.tenancy import Tenant
 from files.models import File, FileQuerySet
 from storage_service.errors import FileNotFound
+from storage_service.fields import concrete_columns
 from storage_service.ids import looks_like_id
 
 # What File.objects.for_tenant(tenant).visible().filter(id=file_id) reads, written once: the
 # ORM would compile it again for every request, which costs more than PostgreSQL's answer.
 _FILE_SQL = (
-    "SELECT {columns} FROM {table} WHERE id = %s AND project_id = %s AND mode = %s AND status <> %s"
-).format(
-    columns=", ".join(f'"{field.column}"' for field in File._meta.concrete_fields),
-    table=File._meta.db_table,
+    f"SELECT {concrete_columns(File)[1]} FROM {File._meta.db_table}"
+    " WHERE id = %s AND project_id = %s AND mode = %s AND status <> %s"
 )
 
 

@@ -15,3 +15,14 @@ def public_id_field(prefix: str) -> models.CharField:
         default=partial(new_id, prefix),
         editable=False,
     )
+
+
+def concrete_columns(model: type[models.Model], alias: str | None = None) -> tuple[list[str], str]:
+    """The attribute names of ``model``'s concrete fields, and their columns as a SQL select
+    list (of the table alias ``alias`` when given), in the same order: what a statement
+    written once needs to build instances with ``Model.from_db`` or ``raw()``."""
+    fields = model._meta.concrete_fields
+    prefix = f"{alias}." if alias else ""
+    return [field.attname for field in fields], ", ".join(
+        f'{prefix}"{field.column}"' for field in fields
+    )
