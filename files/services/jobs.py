@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from accounts.tenancy import Tenant
@@ -35,6 +35,16 @@ from webhooks.services import event_record
 logger = logging.getLogger(__name__)
 
 Outcome = Literal["more", "done", "skipped", "failed"]
+
+
+def _active_job_locked(job_id: str) -> QuerySet[Job]:
+    """The job while it is pending or running, with its project, locked for this transaction;
+    empty when another transaction holds it (that one is running it)."""
+    return (
+        Job.objects.select_for_update(skip_locked=True, of=("self",))
+        .select_related("project")
+        .filter(id=job_id, status__in=Job.ACTIVE)
+    )
 
 
 def job_run(*, job_id: str, token: str, slice_seconds: float) -> Outcome:
@@ -74,12 +84,7 @@ def job_step(*, job_id: str, token: str) -> Outcome:
     """
     now = timezone.now()
     with transaction.atomic():
-        job = (
-            Job.objects.select_for_update(skip_locked=True, of=("self",))
-            .select_related("project")
-            .filter(id=job_id, status__in=Job.ACTIVE)
-            .first()
-        )
+        job = _active_job_locked(job_id).first()
         if job is None:
             return "skipped"
         leased = job.leased_until is not None and job.leased_until > now
@@ -141,9 +146,8 @@ def _take_over(*, job_id: str, token: str) -> Outcome | None:
     now = timezone.now()
     with transaction.atomic():
         job = (
-            Job.objects.select_for_update(skip_locked=True, of=("self",))
-            .select_related("project")
-            .filter(id=job_id, status__in=Job.ACTIVE, leased_until__lte=now)
+            _active_job_locked(job_id)
+            .filter(leased_until__lte=now)
             .exclude(lease_token__in=("", token))
             .first()
         )
@@ -159,12 +163,7 @@ def _attempt_failed(*, job_id: str, token: str) -> None:
     (when the database is away, the lease running out counts the attempt instead)."""
     try:
         with transaction.atomic():
-            job = (
-                Job.objects.select_for_update(skip_locked=True, of=("self",))
-                .select_related("project")
-                .filter(id=job_id, status__in=Job.ACTIVE, lease_token__in=("", token))
-                .first()
-            )
+            job = _active_job_locked(job_id).filter(lease_token__in=("", token)).first()
             if job is not None:
                 _count_failure(job, token="")
     except Exception:
