@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.db.backends.signals import connection_created
 
 
 class StorageServiceConfig(AppConfig):
@@ -9,3 +10,6 @@ class StorageServiceConfig(AppConfig):
         # openapi registers its extensions (the bearer-key security scheme, the shapes, the
         # filter sets) with drf-spectacular.
         from storage_service import openapi  # noqa: F401
+        from storage_service.dbtypes import use_compiled_timestamptz
+
+        connection_created.connect(use_compiled_timestamptz, dispatch_uid="compiled-timestamptz")
