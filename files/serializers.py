@@ -4,7 +4,8 @@ shapes of files/shapes.py."""
 
 from __future__ import annotations
 
-from typing import Any, cast
+from datetime import datetime
+from typing import Any, Protocol, cast
 
 from files import selectors
 from files.models import File
@@ -94,7 +95,30 @@ class ReplaceRequest(StrictSerializer):
 # --- Output --------------------------------------------------------------------------------
 
 
-def file_json(file: File) -> FileJson:
+class FileRow(Protocol):
+    """What file_json reads: a File, or a row of FILE_FIELDS (``values_list(*FILE_FIELDS,
+    named=True)``), which a list page reads instead of building model instances."""
+
+    id: str
+    filename: str
+    path: str | None
+    content_type: str
+    size: int
+    status: str
+    version: int
+    metadata: dict[str, Any] | None
+    created_at: datetime
+    updated_at: datetime
+    expires_at: datetime | None
+    uploaded_at: datetime | None
+    checksum: str | None
+    deleted_at: datetime | None
+
+
+FILE_FIELDS = tuple(FileRow.__annotations__)
+
+
+def file_json(file: FileRow) -> FileJson:
     """The contract's file object. Optional timestamps appear only once they apply."""
     body: FileJson = {
         "id": file.id,

@@ -21,6 +21,7 @@ from files.filters import FileFilterSet, FolderFilterSet
 from files.links import FILE_ID, file_links
 from files.models import File, FileQuerySet
 from files.serializers import (
+    FILE_FIELDS,
     CopyRequest,
     DownloadUrlRequest,
     ReplaceRequest,
@@ -79,7 +80,7 @@ class FileViewSet(viewsets.GenericViewSet):
         term = self.request.query_params.get("search")
         if term:
             return selectors.search_page_rows(queryset, term, count)
-        return queryset[:count]
+        return queryset.values_list(*FILE_FIELDS, named=True)[:count]
 
     @extend_schema(
         extensions=scope("files:write"),
