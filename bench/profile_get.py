@@ -2,6 +2,7 @@
 directly (no network, no gunicorn), 3 x 2,000 requests timed, then 2,000 under cProfile.
 
     .venv/bin/python bench/profile_get.py [--requests 2000] [--top 25]
+        [--endpoint get|list|upload] [--instructions]
 
 Prints the mean wall time and CPU time (this process: Python, not PostgreSQL or Redis) per
 request (median and range of the 3 timed runs), the SQL statements one request sends, then the
@@ -10,6 +11,11 @@ query, rate-limit count, request log, rendering, middleware), and the top functi
 own time. cProfile's overhead inflates every figure by a similar factor: read the shares, not
 the absolute times, from the profile. Uses the bench database with a fresh project of its
 own (api_throughput's: the list is 20 of a folder of 100), deleted afterwards.
+
+``--instructions`` counts instead the CPU instructions this process spends per request
+(valgrind's callgrind, counting only while the requests run): the same count run after run
+whatever else the machine is doing, where times swing with the load. It measures a change to
+the Python path; what PostgreSQL and Redis spend is not in it.
 """
 
 from __future__ import annotations
@@ -19,8 +25,12 @@ import cProfile
 import io
 import os
 import pstats
+import re
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from typing import Any
@@ -81,6 +91,50 @@ def wsgi_get(
     return one
 
 
+_UNDER_CALLGRIND = "PROFILE_GET_UNDER_CALLGRIND"
+
+
+def callgrind_control(switch: str) -> None:
+    """Turn callgrind's counting in this process on or off."""
+    subprocess.run(
+        ["callgrind_control", "-i", switch, str(os.getpid())], check=True, capture_output=True
+    )
+
+
+def count_instructions(endpoint: str, requests: int) -> int:
+    """Run this script under callgrind, counting only the timed requests, and print the
+    instructions per request."""
+    if shutil.which("valgrind") is None:
+        raise SystemExit("valgrind is not installed (apt-get install valgrind)")
+    with tempfile.TemporaryDirectory() as workdir:
+        done = subprocess.run(
+            [
+                "valgrind",
+                "--tool=callgrind",
+                "--instr-atstart=no",
+                f"--callgrind-out-file={workdir}/callgrind.out",
+                sys.executable,
+                __file__,
+                "--endpoint",
+                endpoint,
+                "--requests",
+                str(requests),
+            ],
+            env={**os.environ, _UNDER_CALLGRIND: "1"},
+            capture_output=True,
+            text=True,
+        )
+    collected = re.search(r"Collected : (\d+)", done.stderr)
+    if done.returncode != 0 or collected is None:
+        sys.stderr.write(done.stdout + done.stderr)
+        raise SystemExit(f"the run under callgrind failed ({done.returncode})")
+    count = int(collected.group(1)) / requests
+    print(
+        f"{endpoint} in-process: {count / 1e6:.3f} M instructions per request ({requests} requests)"
+    )
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=2000)
@@ -94,7 +148,14 @@ def main() -> int:
         default="get",
         help="GET /v1/files/<id> (default), the list of 20, or POST /v1/files/upload",
     )
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count CPU instructions per request under callgrind instead of timing",
+    )
     args = parser.parse_args()
+    if args.instructions and not os.environ.get(_UNDER_CALLGRIND):
+        return count_instructions(args.endpoint, args.requests)
 
     url = bench.bench_database_url()
     bench.ensure_database(url)
@@ -130,6 +191,12 @@ def main() -> int:
         assert one() in (200, 201)
         for _ in range(200):  # warm up
             one()
+        if os.environ.get(_UNDER_CALLGRIND):
+            callgrind_control("on")
+            for _ in range(args.requests):
+                one()
+            callgrind_control("off")
+            return 0
         from django.db import connection
 
         statements: list[str] = []
