@@ -39,9 +39,15 @@ def read_back(actor: Actor, file_id: str, *, deleted: bool = False) -> dict[str,
         with pytest.raises(FileNotFound):
             selectors.file_get(tenant=actor.tenant, file_id=file_id)
         return dict(listed[0])
+    read, orm = (
+        selectors.file_get(tenant=actor.tenant, file_id=file_id),
+        File.objects.get(id=file_id),
+    )
+    assert_same(dict(file_json(read)), dict(file_json(orm)), "file_get", "ORM")
+    # Every field of the instance the services get, not only those the API shows.
     assert_same(
-        dict(file_json(selectors.file_get(tenant=actor.tenant, file_id=file_id))),
-        dict(file_json(File.objects.get(id=file_id))),
+        {field.attname: getattr(read, field.attname) for field in File._meta.concrete_fields},
+        {field.attname: getattr(orm, field.attname) for field in File._meta.concrete_fields},
         "file_get",
         "ORM",
     )
