@@ -7,6 +7,7 @@ from the function that enforces it (storage_service/openapi.py), so the two cann
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, ClassVar, TypeVar
@@ -43,6 +44,13 @@ class CleanedField(serializers.Field):
     def __init__(self, clean: Callable[[Any], Any], **kwargs: Any) -> None:
         self.clean = clean
         super().__init__(**kwargs)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> CleanedField:
+        # Each serializer deep-copies its class's fields, then binds each copy to itself.
+        # DRF's deep copy builds the field again from deep copies of its arguments; the class's
+        # field is never bound or changed, so a shallow copy is the same field, made for a
+        # fraction of the cost.
+        return copy.copy(self)
 
     def to_internal_value(self, data: Any) -> Any:
         return self.clean(data)
