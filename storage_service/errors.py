@@ -253,7 +253,6 @@ _DRF_CODES: dict[type[Exception], tuple[int, str]] = {
     drf_exceptions.PermissionDenied: (403, "FORBIDDEN"),
     drf_exceptions.NotFound: (404, "NOT_FOUND"),
     drf_exceptions.MethodNotAllowed: (405, "METHOD_NOT_ALLOWED"),
-    drf_exceptions.NotAcceptable: (406, "NOT_ACCEPTABLE"),
     drf_exceptions.UnsupportedMediaType: (415, "VALIDATION_ERROR"),
     drf_exceptions.ParseError: (400, "VALIDATION_ERROR"),
     drf_exceptions.ValidationError: (400, "VALIDATION_ERROR"),

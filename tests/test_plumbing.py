@@ -20,6 +20,19 @@ def test_missing_key_is_unauthenticated(db: None) -> None:
     assert response["WWW-Authenticate"] == "Bearer"
 
 
+@pytest.mark.parametrize(
+    "accept", ["text/html", "application/xml", "image/*", "application/json; indent=4"]
+)
+def test_every_answer_is_json_whatever_accept_asks(owner: Actor, accept: str) -> None:
+    anonymous = Client().get("/v1/files", HTTP_ACCEPT=accept)
+    assert anonymous.status_code == 401
+    assert anonymous.json()["error"]["code"] == "UNAUTHENTICATED"
+    listed = owner.client.get("/v1/files", HTTP_ACCEPT=accept)
+    assert listed.status_code == 200
+    assert listed["Content-Type"] == "application/json"
+    assert listed.content.startswith(b'{"data":[')  # compact, as always
+
+
 def test_malformed_and_unknown_keys_are_unauthenticated(db: None) -> None:
     for header in ["Token abc", "Bearer", "Bearer sk_test_short", "Bearer sk_test_" + "A" * 43]:
         response = Client().get("/v1/files", HTTP_AUTHORIZATION=header)

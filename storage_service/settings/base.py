@@ -302,6 +302,9 @@ REST_FRAMEWORK = {
     # In order: 401 without a key, then 403 INSUFFICIENT_SCOPE, before throttling counts it.
     "DEFAULT_PERMISSION_CLASSES": ["accounts.auth.HasProject", "accounts.scopes.HasScope"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": (
+        "storage_service.negotiation.IgnoreClientContentNegotiation"
+    ),
     "DEFAULT_PARSER_CLASSES": ["storage_service.parsers.StrictJSONParser"],
     "EXCEPTION_HANDLER": "storage_service.errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
