@@ -25,16 +25,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.db import connection, transaction
-from django.db.models import Case, Count, F, Q, Sum, When
+from django.db.models import Count, Sum
 from django.db.models.functions import Coalesce
 
 from accounts.tenancy import Tenant
 from accounts.usage import Stored
-from files.models import File, StoredObject, UsageDelta
-
-State = StoredObject.State
-_HELD = [State.PENDING, State.LIVE, State.DISCARDED]
-_IN_STORE = Q(state__in=[State.LIVE, State.DISCARDED], size__isnull=False)
+from files.models import File, UsageDelta
 
 
 def _deltas(project_id: str, mode: str) -> dict[str, int]:
@@ -119,62 +115,68 @@ class Drift:
     fresh: tuple[int, int, int]  # the same, summed over the objects
 
 
-def _fresh(project_id: str, mode: str) -> tuple[int, int, int]:
-    objects = StoredObject.objects.filter(project_id=project_id, mode=mode, state__in=_HELD)
-    totals = objects.aggregate(
-        held=Coalesce(
-            Sum(
-                Case(
-                    When(state=State.PENDING, then=F("declared_size")),
-                    default=Coalesce(F("size"), 0),
-                )
-            ),
-            0,
-        ),
-        stored=Coalesce(Sum("size", filter=_IN_STORE), 0),
-        objects=Count("pk", filter=_IN_STORE),
-    )
-    return int(totals["held"]), int(totals["stored"]), int(totals["objects"])
+# Both sums in one statement, so from one snapshot: a transaction's object changes and its
+# delta rows commit together, so in any snapshot the rows' sum equals the objects' sum, unless
+# something wrote the rows (or the objects, with the triggers off) by hand.
+_SUMS = """
+SELECT o.held, o.stored, o.objects, d.held, d.stored, d.objects
+FROM (
+    SELECT coalesce(sum(CASE WHEN state = 'pending' THEN declared_size
+                             ELSE coalesce(size, 0) END), 0),
+           coalesce(sum(size) FILTER (WHERE state <> 'pending' AND size IS NOT NULL), 0),
+           count(*) FILTER (WHERE state <> 'pending' AND size IS NOT NULL)
+    FROM files_storedobject
+    WHERE project_id = %s AND mode = %s AND state IN ('pending', 'live', 'discarded')
+) AS o (held, stored, objects), (
+    SELECT coalesce(sum(held_bytes), 0), coalesce(sum(stored_bytes), 0),
+           coalesce(sum(stored_objects), 0)
+    FROM files_usagedelta WHERE project_id = %s AND mode = %s
+) AS d (held, stored, objects)
+"""
+
+_TENANTS = """
+SELECT DISTINCT project_id, mode FROM files_storedobject
+WHERE state IN ('pending', 'live', 'discarded') {only}
+UNION
+SELECT DISTINCT project_id, mode FROM files_usagedelta WHERE true {only}
+ORDER BY project_id, mode
+"""
 
 
 def usage_recount(*, project_id: str | None = None, fix: bool = True) -> list[Drift]:
     """Recompute each tenant's usage (of ``project_id`` only, when given) from its objects;
-    return the tenants whose delta rows said otherwise and, with ``fix``, rewrite their rows
-    as one row of the truth.
+    return the tenants whose delta rows said otherwise and, with ``fix``, correct them.
 
-    Exact against concurrent writers: each tenant is counted with files_storedobject locked
-    in SHARE mode (every write of objects, any tenant's, waits for that transaction; it
-    waits for those in flight) and under the tenant's rewrite lock (no fold meanwhile).
+    Exact with writers at work, and without making them wait: the difference between the
+    objects' sum and the rows' sum, read from one snapshot, is what the rows lack (writers'
+    changes since add their own rows), so the fix inserts that difference as one more row,
+    then folds the tenant's rows. Each tenant is one transaction under its rewrite lock (one
+    recount at a time; a fold leaves the tenant alone), taken before the sums are read.
     """
-    objects = StoredObject.objects.filter(state__in=_HELD)
-    deltas = UsageDelta.objects.all()
-    if project_id is not None:
-        objects = objects.filter(project_id=project_id)
-        deltas = deltas.filter(project_id=project_id)
-    tenants = sorted(
-        set(objects.values_list("project_id", "mode").distinct())
-        | set(deltas.values_list("project_id", "mode").distinct())
-    )
+    only = "AND project_id = %s" if project_id is not None else ""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _TENANTS.format(only=only), [project_id, project_id] if project_id is not None else []
+        )
+        tenants = cursor.fetchall()
     drifts = []
     for tenant_project, mode in tenants:
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(f"SELECT pg_advisory_xact_lock({_REWRITE_LOCK})", [tenant_project, mode])
-            cursor.execute("LOCK TABLE files_storedobject IN SHARE MODE")
-            kept = _deltas(tenant_project, mode)
-            counted = (kept["held"], kept["stored"], kept["objects"])
-            fresh = _fresh(tenant_project, mode)
-            if counted == fresh:
+            cursor.execute(_SUMS, [tenant_project, mode, tenant_project, mode])
+            row = [int(value) for value in cursor.fetchone()]
+            fresh, kept = (row[0], row[1], row[2]), (row[3], row[4], row[5])
+            if kept == fresh:
                 continue
-            drifts.append(Drift(tenant_project, mode, counted, fresh))
+            drifts.append(Drift(tenant_project, mode, kept, fresh))
             if not fix:
                 continue
-            UsageDelta.objects.filter(project_id=tenant_project, mode=mode).delete()
-            if any(fresh):
-                UsageDelta.objects.create(
-                    project_id=tenant_project,
-                    mode=mode,
-                    held_bytes=fresh[0],
-                    stored_bytes=fresh[1],
-                    stored_objects=fresh[2],
-                )
+            UsageDelta.objects.create(
+                project_id=tenant_project,
+                mode=mode,
+                held_bytes=fresh[0] - kept[0],
+                stored_bytes=fresh[1] - kept[1],
+                stored_objects=fresh[2] - kept[2],
+            )
+            cursor.execute(_FOLD, [tenant_project, mode, tenant_project, mode])
     return drifts

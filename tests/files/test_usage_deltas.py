@@ -438,3 +438,51 @@ def test_the_migration_starts_each_tenant_from_its_objects(transactional_db: Non
     assert assert_exact(other)["stored"] == 70
     uploaded_file(actor, b"z" * 5, contentType="text/plain", filename="z.txt")
     assert_exact(actor)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_recount_beside_an_uncommitted_writer_neither_waits_nor_miscounts(
+    transactional_db: None,
+) -> None:
+    actor = make_actor("usage-recount-writer")
+    uploaded_file(actor, b"r" * 40, contentType="text/plain", filename="r.txt")
+    UsageDelta.objects.create(
+        project_id=actor.project.id, mode="test", held_bytes=7, stored_bytes=7, stored_objects=7
+    )
+    inserted = threading.Event()
+    release = threading.Event()
+
+    def writer() -> None:
+        try:
+            with transaction.atomic():
+                StoredObject.objects.create(
+                    **actor.tenant.owner(),
+                    storage_key=f"{actor.project.id}/open",
+                    state=State.LIVE,
+                    declared_type="text/plain",
+                    declared_size=300,
+                    size=300,
+                )
+                inserted.set()
+                assert release.wait(30)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        assert inserted.wait(30)
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '2s'")
+        try:
+            [drift] = usage_recount(project_id=actor.project.id)
+        finally:
+            with connection.cursor() as cursor:
+                cursor.execute("RESET lock_timeout")
+        assert (drift.kept, drift.fresh) == ((47, 47, 8), (40, 40, 1))
+        assert counted(actor.tenant)["stored"] == 40
+    finally:
+        release.set()
+        thread.join(30)
+    assert assert_exact(actor)["stored"] == 340
+    assert usage_recount(project_id=actor.project.id) == []

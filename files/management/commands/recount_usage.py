@@ -10,8 +10,8 @@ from files.usage import usage_recount
 class Command(BaseCommand):
     help = (
         "Recompute each tenant's usage (held bytes, stored bytes, stored objects) from its "
-        "stored objects and rewrite its usage delta rows where they differ. While one tenant "
-        "is counted, every write of stored objects waits (the table is locked in SHARE mode)."
+        "stored objects and correct its usage delta rows where they differ. Exact while "
+        "writers work; they never wait for it."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
