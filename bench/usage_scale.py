@@ -9,7 +9,9 @@ For each size, one project gets that many live objects of its test mode (one
   own time, no HTTP), median of --starts requests, each locking the limits row and summing;
 - parallel starts: --threads threads, each with its own connection, start uploads of that
   one tenant for --seconds; starts per second. They all serialize on the tenant's limits row,
-  so this is the rate the quota allows one tenant.
+  so this is the rate the quota allows one tenant;
+- ``held_bytes`` again after those starts, each of which added a usage row (files/usage.py)
+  that no fold has folded yet: what the sum reads between two folds.
 
     .venv/bin/python scripts/devservices.py exec -- .venv/bin/python bench/usage_scale.py
 """
@@ -125,6 +127,16 @@ def held_times(tenant_: object, count: int) -> tuple[float, int]:
     return statistics.median(times), held
 
 
+def delta_rows(url: str, project_id: str) -> str:
+    with connect(url) as conn:
+        if conn.execute("SELECT to_regclass('files_usagedelta')").fetchone() == (None,):
+            return "no usage rows"
+        row = conn.execute(
+            "SELECT count(*) FROM files_usagedelta WHERE project_id = %s", (project_id,)
+        ).fetchone()
+    return f"{row[0] if row else 0:,} usage rows unfolded"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--objects", type=int, nargs="+", default=[200_000, 1_000_000])
@@ -157,6 +169,11 @@ def main() -> None:
             print(
                 f"  {objects:>9,} objects: held_bytes {ms(held_time)} ({held:,} bytes); "
                 f"upload start {ms(start_time)}; parallel starts {rate:,.0f}/s"
+            )
+            # Every start added a usage row; before a fold, held_bytes reads them all.
+            after, _ = held_times(one, args.calls)
+            print(
+                f"{'':>14}after the starts ({delta_rows(url, project_id)}): held_bytes {ms(after)}"
             )
         finally:
             delete_project(url, project_id)
