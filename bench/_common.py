@@ -394,6 +394,9 @@ def delete_project(url: str, project_id: str) -> None:
                 sql.SQL("DELETE FROM {} WHERE project_id = %s").format(sql.Identifier(table)),
                 (project_id,),
             )
+        # Usage delta rows name the project without a foreign key.
+        if conn.execute("SELECT to_regclass('files_usagedelta')").fetchone() != (None,):
+            conn.execute("DELETE FROM files_usagedelta WHERE project_id = %s", (project_id,))
         org = conn.execute(
             "DELETE FROM accounts_project WHERE id = %s RETURNING organization_id", (project_id,)
         ).fetchone()

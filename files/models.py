@@ -7,6 +7,7 @@ from django.db.models import Q
 from accounts.models import Project, mode_field
 from accounts.tenancy import Tenant
 from storage_service.fields import public_id_field
+from storage_service.ids import id_field_length
 
 
 class StoredObject(models.Model):
@@ -44,8 +45,8 @@ class StoredObject(models.Model):
                 name="storedobject_discarded",
                 condition=Q(state="discarded"),
             ),
-            # A tenant's bytes in the store and its pending uploads' reservations
-            # (files/usage.py: usage and the storage quota), as index-only scans.
+            # A tenant's bytes in the store and its pending uploads' reservations, summed
+            # from the objects (files/usage.py: recount_usage) as an index-only scan.
             models.Index(
                 fields=["project", "mode"],
                 include=["state", "size", "declared_size"],
@@ -56,6 +57,35 @@ class StoredObject(models.Model):
 
     def __str__(self) -> str:
         return self.storage_key
+
+
+class UsageDelta(models.Model):
+    """What one statement on files_storedobject changed in a tenant's usage (files/usage.py).
+
+    Written only by the triggers of migration 0012 (one row per tenant a statement changed),
+    folded into one row per tenant by the fold sweep, rewritten by ``recount_usage``. A
+    tenant's usage is the sum of its rows. Rows are only inserted and deleted, never updated,
+    and have no foreign key: a writer's insert waits on no lock another transaction holds.
+    """
+
+    project_id = models.CharField(max_length=id_field_length("proj"))
+    mode = mode_field()
+    held_bytes = models.BigIntegerField()  # stored bytes plus pending uploads' declared sizes
+    stored_bytes = models.BigIntegerField()  # live and discarded objects' sizes
+    stored_objects = models.BigIntegerField()
+
+    class Meta:
+        indexes = [
+            # A tenant's sums as an index-only scan.
+            models.Index(
+                fields=["project_id", "mode"],
+                include=["held_bytes", "stored_bytes", "stored_objects"],
+                name="usagedelta_tenant",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project_id} {self.mode}"
 
 
 class FileQuerySet(models.QuerySet["File"]):

@@ -9,6 +9,7 @@ from celery import shared_task
 from django.conf import settings
 
 from files import services
+from files.usage import usage_fold
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +37,15 @@ def expire_files() -> int:
     expired = services.files_expire_due()
     logger.info("expiry sweep: %d file(s) expired", expired)
     return expired
+
+
+@shared_task(name="files.tasks.fold_usage")
+def fold_usage() -> int:
+    """Beat: fold the usage delta rows of the tenants with the most of them."""
+    folded = usage_fold(max_tenants=settings.SERVICE_USAGE_FOLD_MAX_TENANTS)
+    if folded:
+        logger.info("usage fold: %d tenant(s) folded", folded)
+    return folded
 
 
 @shared_task(name="files.tasks.run_job")

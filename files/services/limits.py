@@ -5,7 +5,8 @@ The storage quota counts what the store holds for the tenant (files/usage.py) pl
 pending uploads reserve (their declared sizes, until they complete, fail or expire), so
 uploads started at once cannot together overshoot it: each reserves under the tenant's
 limits row, locked (``SELECT ... FOR UPDATE``) until the transaction that inserts its pending
-object commits, and the next one counts that object.
+object commits, and the next one counts that object (its insert's usage delta row, written by
+the trigger in that transaction; the sum reads the tenant's few delta rows, not its objects).
 """
 
 from __future__ import annotations

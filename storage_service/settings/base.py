@@ -541,6 +541,14 @@ CELERY_BEAT_SCHEDULE["expire-files"] = {
     "task": "files.tasks.expire_files",
     "schedule": env_int("SERVICE_EXPIRY_INTERVAL_SECONDS", 30, minimum=1),
 }
+# Usage (files/usage.py): every statement on stored objects adds a delta row to its tenant;
+# this sweep folds each tenant's rows into one, for at most this many tenants per run (those
+# with the most rows first), so the quota's sum reads the rows of one interval's writes.
+SERVICE_USAGE_FOLD_MAX_TENANTS = env_int("SERVICE_USAGE_FOLD_MAX_TENANTS", 1000, minimum=1)
+CELERY_BEAT_SCHEDULE["fold-usage"] = {
+    "task": "files.tasks.fold_usage",
+    "schedule": env_int("SERVICE_USAGE_FOLD_INTERVAL_SECONDS", 30, minimum=1),
+}
 
 # Jobs (folder move, delete, restore): files changed per batch (one transaction each, with
 # their events), how long a run holds a job before another may take it over (renewed with

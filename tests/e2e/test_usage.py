@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from files.models import File
-from files.tasks import purge_deleted_files
+from files.models import File, UsageDelta
+from files.tasks import fold_usage, purge_deleted_files
+from files.usage import held_bytes, usage_recount
 from storage_service import objectstore
 from tests.factories import make_actor, png_bytes
 from tests.helpers import uploaded_file, wait_for
@@ -62,3 +63,12 @@ def test_usage_counts_variants_versions_the_trash_and_drops_what_is_purged(
 
     after = owner.get("/v1/usage").json()["data"]["storage"]
     assert after["bytes"] == listed_bytes(owner.project.id)[0] == stored - 777
+    # Nothing pending: the quota counts what the store holds. The worker's fold keeps it so.
+    assert held_bytes(tenant=owner.tenant) == after["bytes"]
+    tenant_rows = UsageDelta.objects.filter(project_id=owner.project.id, mode=owner.tenant.mode)
+    assert tenant_rows.count() > 1
+    fold_usage.delay()
+    wait_for(lambda: tenant_rows.count() == 1, what="the fold")
+    assert owner.get("/v1/usage").json()["data"]["storage"] == after
+    assert held_bytes(tenant=owner.tenant) == after["bytes"]
+    assert usage_recount(fix=False) == []
