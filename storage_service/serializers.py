@@ -8,7 +8,7 @@ from the function that enforces it (storage_service/openapi.py), so the two cann
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, ClassVar, TypeVar
 
@@ -45,7 +45,7 @@ class CleanedField(serializers.Field):
         self.clean = clean
         super().__init__(**kwargs)
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> CleanedField:
+    def __deepcopy__(self, memo: Mapping[Any, Any]) -> CleanedField:
         # Each serializer deep-copies its class's fields, then binds each copy to itself.
         # DRF's deep copy builds the field again from deep copies of its arguments; the class's
         # field is never bound or changed, so a shallow copy is the same field, made for a
