@@ -459,7 +459,7 @@ def report(
     print(f"server: {server_line}, DEBUG={settings.DEBUG}")
     print(
         f"client: one requests.Session, sequential, {args.repeat} timed requests per query "
-        "(sync workers close every connection, so each request also connects)"
+        "(its connection kept alive between requests, as gunicorn's threaded workers allow)"
     )
     print()
     rows = [
