@@ -4,7 +4,9 @@ and however the fold sweep and recount_usage rewrite the rows meanwhile."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Iterator
 from datetime import timedelta
 from io import StringIO
 from typing import Any
@@ -50,6 +52,51 @@ def fresh(tenant: Tenant) -> dict[str, int]:
     )
     files = File.objects.for_tenant(tenant).filter(status=File.Status.UPLOADED).count()
     return {**totals, "files": files}
+
+
+@contextlib.contextmanager
+def uncommitted_object(actor: Actor, name: str, size: int) -> Iterator[None]:
+    """While inside: another transaction has inserted a live object of ``size`` bytes (and so
+    its delta row) and not committed. It commits on leaving."""
+    inserted = threading.Event()
+    release = threading.Event()
+
+    def writer() -> None:
+        try:
+            with transaction.atomic():
+                StoredObject.objects.create(
+                    **actor.tenant.owner(),
+                    storage_key=f"{actor.project.id}/{name}",
+                    state=State.LIVE,
+                    declared_type="text/plain",
+                    declared_size=size,
+                    size=size,
+                )
+                inserted.set()
+                assert release.wait(30)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        assert inserted.wait(30)
+        yield
+    finally:
+        release.set()
+        thread.join(30)
+
+
+@contextlib.contextmanager
+def never_waiting() -> Iterator[None]:
+    """A lock wait over 2 s inside raises (lock_timeout): what runs here must not wait."""
+    with connection.cursor() as cursor:
+        cursor.execute("SET lock_timeout = '2s'")
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("RESET lock_timeout")
 
 
 def counted(tenant: Tenant) -> dict[str, int]:
@@ -258,41 +305,11 @@ def test_a_fold_neither_waits_for_writers_nor_takes_their_rows(transactional_db:
     actor = make_actor("usage-writer")
     for i in range(3):
         uploaded_file(actor, b"w" * (10 + i), contentType="text/plain", filename=f"w{i}.txt")
-    inserted = threading.Event()
-    release = threading.Event()
-
-    def writer() -> None:
-        try:
-            with transaction.atomic():
-                StoredObject.objects.create(
-                    **actor.tenant.owner(),
-                    storage_key=f"{actor.project.id}/held-open",
-                    state=State.LIVE,
-                    declared_type="text/plain",
-                    declared_size=500,
-                    size=500,
-                )
-                inserted.set()
-                assert release.wait(30)
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=writer)
-    thread.start()
-    try:
-        assert inserted.wait(30)
-        with connection.cursor() as cursor:
-            cursor.execute("SET lock_timeout = '2s'")
-        try:
+    with uncommitted_object(actor, "held-open", 500):
+        with never_waiting():
             assert usage_fold(max_tenants=10) == 1
             assert usage_fold(max_tenants=10) == 0  # one committed row left: nothing to fold
-        finally:
-            with connection.cursor() as cursor:
-                cursor.execute("RESET lock_timeout")
         assert counted(actor.tenant)["stored"] == 10 + 11 + 12
-    finally:
-        release.set()
-        thread.join(30)
     assert assert_exact(actor)["stored"] == 10 + 11 + 12 + 500
     assert delta_rows(actor.tenant) == 2
     fold_all()
@@ -449,40 +466,10 @@ def test_recount_beside_an_uncommitted_writer_neither_waits_nor_miscounts(
     UsageDelta.objects.create(
         project_id=actor.project.id, mode="test", held_bytes=7, stored_bytes=7, stored_objects=7
     )
-    inserted = threading.Event()
-    release = threading.Event()
-
-    def writer() -> None:
-        try:
-            with transaction.atomic():
-                StoredObject.objects.create(
-                    **actor.tenant.owner(),
-                    storage_key=f"{actor.project.id}/open",
-                    state=State.LIVE,
-                    declared_type="text/plain",
-                    declared_size=300,
-                    size=300,
-                )
-                inserted.set()
-                assert release.wait(30)
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=writer)
-    thread.start()
-    try:
-        assert inserted.wait(30)
-        with connection.cursor() as cursor:
-            cursor.execute("SET lock_timeout = '2s'")
-        try:
+    with uncommitted_object(actor, "open", 300):
+        with never_waiting():
             [drift] = usage_recount(project_id=actor.project.id)
-        finally:
-            with connection.cursor() as cursor:
-                cursor.execute("RESET lock_timeout")
         assert (drift.kept, drift.fresh) == ((47, 47, 8), (40, 40, 1))
         assert counted(actor.tenant)["stored"] == 40
-    finally:
-        release.set()
-        thread.join(30)
     assert assert_exact(actor)["stored"] == 340
     assert usage_recount(project_id=actor.project.id) == []
