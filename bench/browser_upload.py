@@ -17,8 +17,10 @@ client's file on disk), so the rounds interleave: each round is a pair, in the o
 browser-Python then Python-browser (so a drift in the machine's load hits both sides alike),
 and the pair's ratio is the browser's throughput over the Python client's. The median of the
 pairs' ratios counts. Goal: 0.9 or more. For each upload the CPU seconds of each side are
-printed too (Chromium's processes by kind, the Python process), which a loaded machine distorts
-far less than wall-clock time, and the machine's load average with each pair.
+printed too (Chromium's processes by kind, the Python process, the store's ``weed``), which a
+loaded machine distorts far less than wall-clock time, with the cores the whole machine kept
+busy during each upload (2.0 on this machine: the upload waited on CPU) and the machine's load
+average with each pair.
 
 The package's size (minified, gzipped; goal under 15 KB) is printed too. Needs ``make js``
 (the built package, Chromium). Everything the run stores is removed at the end.
@@ -37,6 +39,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -153,6 +156,52 @@ def tree_cpu(root: int) -> Counter[str]:
     return totals
 
 
+def store_cpu() -> float:
+    """CPU seconds so far of the store's processes (SeaweedFS's ``weed``)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes().split(b"\0")
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        if Path(command[0].decode(errors="replace")).name != "weed":
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+def machine_busy() -> float:
+    """CPU seconds so far that the machine's cores spent on anything but idling."""
+    values = [int(v) for v in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+    idle = values[3] + values[4]  # idle, iowait
+    return (sum(values[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Side:
+    """What one upload cost: wall seconds, and the CPU seconds the store and the whole
+    machine spent meanwhile."""
+
+    seconds: float
+    store_cpu: float
+    busy: float
+
+    def cores(self) -> float:
+        return self.busy / self.seconds
+
+
+def measured(upload: Callable[[], Any]) -> tuple[Any, Side]:
+    store, busy, started = store_cpu(), machine_busy(), time.perf_counter()
+    result = upload()
+    seconds = time.perf_counter() - started
+    return result, Side(seconds, store_cpu() - store, machine_busy() - busy)
+
+
 def process_kind(command: list[bytes]) -> str:
     if not command or b"chromium" not in command[0]:
         return "node driver"
@@ -171,8 +220,10 @@ class Pair:
     load: str
     browser: dict[str, Any]
     browser_cpu: Counter[str]
+    browser_side: Side
     python_seconds: float
     python_cpu: float
+    python_side: Side
 
     @property
     def ratio(self) -> float:
@@ -261,13 +312,13 @@ def main() -> int:
                 # browser-Python, then Python-browser: a drift in load hits both alike.
                 if number % 2 == 0:
                     bench.log(f"pair {number + 1}: browser, then Python")
-                    seen, seen_cpu = browser.upload()
-                    seconds, cpu = python_upload()
+                    (seen, seen_cpu), browser_side = measured(browser.upload)
+                    (seconds, cpu), python_side = measured(python_upload)
                 else:
                     bench.log(f"pair {number + 1}: Python, then browser")
-                    seconds, cpu = python_upload()
-                    seen, seen_cpu = browser.upload()
-                pairs.append(Pair(load, seen, seen_cpu, seconds, cpu))
+                    (seconds, cpu), python_side = measured(python_upload)
+                    (seen, seen_cpu), browser_side = measured(browser.upload)
+                pairs.append(Pair(load, seen, seen_cpu, browser_side, seconds, cpu, python_side))
             client.close()
     finally:
         if browser is not None:
@@ -316,6 +367,8 @@ def main() -> int:
                 "ratio",
                 "CPU s browser (" + "/".join(kinds) + ")",
                 "CPU s Python",
+                "CPU s store (browser/Python)",
+                "cores busy (browser/Python)",
             ],
             [
                 [
@@ -330,6 +383,8 @@ def main() -> int:
                     + "/".join(f"{pair.browser_cpu[kind]:.2f}" for kind in kinds)
                     + ")",
                     f"{pair.python_cpu:.2f}",
+                    f"{pair.browser_side.store_cpu:.2f}/{pair.python_side.store_cpu:.2f}",
+                    f"{pair.browser_side.cores():.2f}/{pair.python_side.cores():.2f}",
                 ]
                 for number, pair in enumerate(pairs, 1)
             ],
