@@ -22,6 +22,10 @@ loaded machine distorts far less than wall-clock time, with the cores the whole 
 busy during each upload (2.0 on this machine: the upload waited on CPU) and the machine's load
 average with each pair.
 
+``--store-core N`` runs the store (``weed``, every thread) on core N alone and everything else
+the bench starts (the API, Chromium, the Python client) on the other cores: a store on machines
+of its own, as in any deployment, where a browser never takes CPU from it.
+
 The package's size (minified, gzipped; goal under 15 KB) is printed too. Needs ``make js``
 (the built package, Chromium). Everything the run stores is removed at the end.
 """
@@ -156,23 +160,48 @@ def tree_cpu(root: int) -> Counter[str]:
     return totals
 
 
-def store_cpu() -> float:
-    """CPU seconds so far of the store's processes (SeaweedFS's ``weed``)."""
-    tick = os.sysconf("SC_CLK_TCK")
-    total = 0.0
+def store_pids() -> list[int]:
+    """The store's processes (SeaweedFS's ``weed``)."""
+    pids = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             command = (entry / "cmdline").read_bytes().split(b"\0")
-            stat = (entry / "stat").read_text()
         except OSError:
             continue
-        if Path(command[0].decode(errors="replace")).name != "weed":
+        if Path(command[0].decode(errors="replace")).name == "weed":
+            pids.append(int(entry.name))
+    return pids
+
+
+def store_cpu() -> float:
+    """CPU seconds so far of the store's processes."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in store_pids():
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
             continue
         fields = stat[stat.rindex(")") + 2 :].split()
         total += (int(fields[11]) + int(fields[12])) / tick
     return total
+
+
+def pin_store(core: int) -> None:
+    """Every thread of the store on ``core``; this process, and so the API, the browser and
+    the Python client it starts, on the others."""
+    others = os.sched_getaffinity(0) - {core}
+    if not others or core not in os.sched_getaffinity(0):
+        raise SystemExit(f"--store-core {core}: needs that core and at least one other")
+    pids = store_pids()
+    if not pids:
+        raise SystemExit("--store-core: no store process (weed) is running")
+    for pid in pids:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            os.sched_setaffinity(int(task.name), {core})
+    os.sched_setaffinity(0, others)
 
 
 def machine_busy() -> float:
@@ -243,7 +272,15 @@ def main() -> int:
         action="store_true",
         help="the page uploads a File made in its memory, not the file on disk picked",
     )
+    parser.add_argument(
+        "--store-core",
+        type=int,
+        help="run the store on this core alone and both clients on the others, as a store on "
+        "machines of its own would run (unpinned, Chromium's CPU comes out of the store's)",
+    )
     args = parser.parse_args()
+    if args.store_core is not None:
+        pin_store(args.store_core)
     if not (JS / "dist" / "browser.js").is_file() or shutil.which("chromium") is None:
         raise SystemExit("run `make js` first (the built package and Chromium)")
     size = args.mib * MIB
@@ -354,6 +391,8 @@ def main() -> int:
         f"{args.rounds} pairs of rounds, interleaved; {chromium_version}, headless"
     )
     print(f"load average before / after: {pairs[0].load} / {load_average()}")
+    if args.store_core is not None:
+        print(f"the store on core {args.store_core} alone; the clients and the API on the others")
     print()
     kinds = ["browser", "renderer", "network", "other", "node driver"]
     print(
