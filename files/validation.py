@@ -50,10 +50,14 @@ FILENAME_PATTERN = (
     rf"|\.(?:{_NAME_NOT_DOT}{_NAME}*|\.{_NAME}+))$"  # a dot, then more than "" or "."
 )
 
-# A path segment: no leading or trailing whitespace, not "." or "..".
+# A path segment: no leading or trailing whitespace, not "." or "..". Each string matches it in
+# one way only (the alternatives start differently): a segment that matched in two ways made a
+# path of n such segments that fails at its end cost 2**n tries.
 _SEGMENT = (
-    rf"(?:{_NAME_SOLID_NOT_DOT}(?:{_NAME}*{_NAME_SOLID})?"
-    rf"|\.(?:{_NAME}*{_NAME_SOLID_NOT_DOT}|{_NAME}+{_NAME_SOLID}))"
+    rf"(?:{_NAME_SOLID_NOT_DOT}(?:{_NAME}*{_NAME_SOLID})?"  # no leading dot
+    rf"|\.(?:{_NAME_SOLID_NOT_DOT}(?:{_NAME}*{_NAME_SOLID})?"  # ".x", ".x y"
+    rf"|{_LEADING_SPACE}{_NAME}*{_NAME_SOLID}"  # ". x"
+    rf"|\.{_NAME}*{_NAME_SOLID}))"  # "...", "..x", never ".."
 )
 # Segments joined by '/', or the root ("" or "/").
 PATH_PATTERN = rf"^(?:/?|{_SEGMENT}(?:/{_SEGMENT})*)$"

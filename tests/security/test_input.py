@@ -337,6 +337,46 @@ def test_filenames_and_paths_refuse_bidi_and_zero_width_characters(api: str, act
     assert re.fullmatch(pattern, "résumé 履歴書 😀.pdf")
 
 
+def test_paths_built_to_make_the_pattern_backtrack_are_refused_at_once(
+    api: str, actor: Actor
+) -> None:
+    """Segments like ".ab" in a path that ends with "/": a segment pattern that matched ".ab"
+    in two ways tried 2**n splits before refusing n of them, hours of a worker's CPU at 40 of
+    them (160 characters). Each entry point answers 400 within the client's 10 s; the same
+    segments without the trailing "/" are a valid folder."""
+    timed = {"timeout": 10}
+    for unit in [".ab", ". ab", "..ab", ".a b"]:
+        hostile = "/".join([unit] * 60) + "/"
+        for response in [
+            requests.get(f"{api}/v1/files", params={"path": hostile}, headers=auth(actor), **timed),
+            requests.post(
+                f"{api}/v1/files/upload",
+                json=upload_body(path=hostile),
+                headers=auth(actor),
+                **timed,
+            ),
+            requests.post(
+                f"{api}/v1/folders/move",
+                json={"from": hostile, "to": "elsewhere"},
+                headers=auth(actor),
+                **timed,
+            ),
+        ]:
+            refused(response)
+        fine = requests.post(
+            f"{api}/v1/files/upload",
+            json=upload_body(path=hostile[:-1]),
+            headers=auth(actor),
+            **timed,
+        )
+        assert fine.status_code == 201, fine.text
+        assert fine.json()["file"]["path"] == hostile[:-1]
+    # The document's pattern, which generated clients and fuzzers match with, is the same one.
+    pattern = request_schema(api, "UploadRequest")["properties"]["path"]["pattern"]
+    assert re.fullmatch(pattern, "/".join([".ab"] * 60))
+    assert not re.fullmatch(pattern, "/".join([".ab"] * 60) + "/")
+
+
 # --- 7. Header injection through contentType --------------------------------------------------
 
 
