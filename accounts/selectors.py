@@ -6,23 +6,22 @@ from django.db import DEFAULT_DB_ALIAS, connections
 
 from accounts.keys import hash_key, is_well_formed
 from accounts.models import ApiKey, Organization, Project
-from storage_service.fields import concrete_columns
+from storage_service.fields import SelectList
 
-_KEY_FIELDS, _key_columns = concrete_columns(ApiKey, "k")
-_PROJECT_FIELDS, _project_columns = concrete_columns(Project, "p")
-_ORGANIZATION_FIELDS, _organization_columns = concrete_columns(Organization, "o")
+_KEY = SelectList(ApiKey, "k")
+_PROJECT = SelectList(Project, "p")
+_ORGANIZATION = SelectList(Organization, "o")
 # Every request runs this, so it is written once, here: the ORM would compile the same
-# statement again for each request, which costs more than PostgreSQL's answer. None of these
-# fields converts its value from the database (no JSON), so Model.from_db takes the row as is.
+# statement again for each request, which costs more than PostgreSQL's answer.
 _KEY_SQL = (
-    f"SELECT {_key_columns}, {_project_columns}, {_organization_columns}"
+    f"SELECT {_KEY.sql}, {_PROJECT.sql}, {_ORGANIZATION.sql}"
     f" FROM {ApiKey._meta.db_table} k"
     f" JOIN {Project._meta.db_table} p ON p.id = k.project_id"
     f" JOIN {Organization._meta.db_table} o ON o.id = p.organization_id"
     " WHERE k.key_hash = %s AND k.revoked_at IS NULL"
 )
-_PROJECT_AT = len(_KEY_FIELDS)
-_ORGANIZATION_AT = _PROJECT_AT + len(_PROJECT_FIELDS)
+_PROJECT_AT = _KEY.width
+_ORGANIZATION_AT = _PROJECT_AT + _PROJECT.width
 
 
 def api_key_resolve(*, raw_key: str) -> ApiKey | None:
@@ -33,15 +32,14 @@ def api_key_resolve(*, raw_key: str) -> ApiKey | None:
     """
     if not is_well_formed(raw_key):
         return None
-    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
+    connection = connections[DEFAULT_DB_ALIAS]
+    with connection.cursor() as cursor:
         cursor.execute(_KEY_SQL, [hash_key(raw_key)])
         row = cursor.fetchone()
     if row is None:
         return None
-    api_key = ApiKey.from_db(DEFAULT_DB_ALIAS, _KEY_FIELDS, row[:_PROJECT_AT])
-    project = Project.from_db(DEFAULT_DB_ALIAS, _PROJECT_FIELDS, row[_PROJECT_AT:_ORGANIZATION_AT])
-    project.organization = Organization.from_db(
-        DEFAULT_DB_ALIAS, _ORGANIZATION_FIELDS, row[_ORGANIZATION_AT:]
-    )
+    api_key = _KEY.instance(row[:_PROJECT_AT], connection)
+    project = _PROJECT.instance(row[_PROJECT_AT:_ORGANIZATION_AT], connection)
+    project.organization = _ORGANIZATION.instance(row[_ORGANIZATION_AT:], connection)
     api_key.project = project
     return api_key

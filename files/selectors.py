@@ -11,21 +11,18 @@ from django.db.models.functions import Substr
 from accounts.tenancy import Tenant
 from files.models import File, FileQuerySet
 from storage_service.errors import FileNotFound
-from storage_service.fields import concrete_columns
+from storage_service.fields import SelectList
 from storage_service.ids import looks_like_id
 
 # What File.objects.for_tenant(tenant).visible().filter(id=file_id) reads, written once: the
 # ORM would compile it again for every request, which costs more than PostgreSQL's answer.
 # The row becomes a File through Model.from_db, as the key's does (accounts/selectors.py):
 # raw() would cost a quarter of a GET's CPU mapping its columns to fields again each time.
-_FILE_FIELDS, _file_columns = concrete_columns(File)
+_FILE = SelectList(File)
 _FILE_SQL = (
-    f"SELECT {_file_columns} FROM {File._meta.db_table}"
+    f"SELECT {_FILE.sql} FROM {File._meta.db_table}"
     " WHERE id = %s AND project_id = %s AND mode = %s AND status <> %s"
 )
-# The one field whose value is converted from the database's (the JSON text, decoded).
-_METADATA = File._meta.get_field("metadata")
-_METADATA_AT = _FILE_FIELDS.index("metadata")
 
 
 def file_get(*, tenant: Tenant, file_id: str) -> File:
@@ -41,11 +38,7 @@ def file_get(*, tenant: Tenant, file_id: str) -> File:
             row = cursor.fetchone()
     if row is None:
         raise FileNotFound("No such file.")
-    values = list(row)
-    # No expression: JSONField only looks at it for key transforms.
-    metadata = _METADATA.from_db_value(values[_METADATA_AT], None, connection)  # type: ignore[arg-type]
-    values[_METADATA_AT] = metadata
-    file = File.from_db(connection.alias, _FILE_FIELDS, values)
+    file = _FILE.instance(row, connection)
     file.project = tenant.project
     return file
 

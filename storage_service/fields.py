@@ -1,10 +1,15 @@
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
+from typing import Any, Generic, TypeVar
 
 from django.db import models
+from django.db.backends.base.base import BaseDatabaseWrapper
 
 from storage_service.ids import id_field_length, new_id
+
+M = TypeVar("M", bound=models.Model)
 
 
 def public_id_field(prefix: str) -> models.CharField:
@@ -17,12 +22,28 @@ def public_id_field(prefix: str) -> models.CharField:
     )
 
 
-def concrete_columns(model: type[models.Model], alias: str | None = None) -> tuple[list[str], str]:
-    """The attribute names of ``model``'s concrete fields, and their columns as a SQL select
-    list (of the table alias ``alias`` when given), in the same order: what a statement
-    written once needs to build instances with ``Model.from_db`` or ``raw()``."""
-    fields = model._meta.concrete_fields
-    prefix = f"{alias}." if alias else ""
-    return [field.attname for field in fields], ", ".join(
-        f'{prefix}"{field.column}"' for field in fields
-    )
+class SelectList(Generic[M]):
+    """A model's concrete fields as the select list of a statement written once (of the table
+    alias ``alias`` when given), and how one of its rows becomes an instance: each value
+    converted as the ORM converts it (a JSONField's text decoded), then ``Model.from_db``.
+    ``width`` is how many columns of a joined row are this model's."""
+
+    def __init__(self, model: type[M], alias: str | None = None) -> None:
+        fields = model._meta.concrete_fields
+        prefix = f"{alias}." if alias else ""
+        self.model = model
+        self.sql = ", ".join(f'{prefix}"{field.column}"' for field in fields)
+        self.width = len(fields)
+        self._attnames = [field.attname for field in fields]
+        # Worked out once: most fields' values need no conversion.
+        self._converted = [
+            (at, field) for at, field in enumerate(fields) if hasattr(field, "from_db_value")
+        ]
+
+    def instance(self, values: Sequence[Any], connection: BaseDatabaseWrapper) -> M:
+        if self._converted:
+            values = list(values)
+            for at, field in self._converted:
+                # No expression: only a JSONField's key transforms look at it.
+                values[at] = field.from_db_value(values[at], None, connection)
+        return self.model.from_db(connection.alias, self._attnames, values)
