@@ -514,9 +514,13 @@ def cpu_times(gunicorn_group: int) -> CpuTimes:
             gunicorn_cpu += used
         elif name == "postgres":
             postgres_cpu += used
+    return CpuTimes(gunicorn_cpu, postgres_cpu, machine_busy())
+
+
+def machine_busy() -> float:
+    """CPU seconds so far that the machine's cores spent on anything but idling."""
     values = [int(v) for v in Path("/proc/stat").read_text().split("\n")[0].split()[1:9]]
-    busy = (sum(values) - values[3] - values[4]) / tick  # all but idle and iowait
-    return CpuTimes(gunicorn_cpu, postgres_cpu, busy)
+    return (sum(values) - values[3] - values[4]) / os.sysconf("SC_CLK_TCK")  # not idle, iowait
 
 
 def listener_pid(port: int) -> int | None:

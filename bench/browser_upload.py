@@ -177,16 +177,7 @@ def store_pids() -> list[int]:
 
 def store_cpu() -> float:
     """CPU seconds so far of the store's processes."""
-    tick = os.sysconf("SC_CLK_TCK")
-    total = 0.0
-    for pid in store_pids():
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        total += (int(fields[11]) + int(fields[12])) / tick
-    return total
+    return sum(bench.process_cpu(pid) for pid in store_pids())
 
 
 def pin_store(core: int) -> None:
@@ -204,13 +195,6 @@ def pin_store(core: int) -> None:
     os.sched_setaffinity(0, others)
 
 
-def machine_busy() -> float:
-    """CPU seconds so far that the machine's cores spent on anything but idling."""
-    values = [int(v) for v in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
-    idle = values[3] + values[4]  # idle, iowait
-    return (sum(values[:8]) - idle) / os.sysconf("SC_CLK_TCK")
-
-
 @dataclass
 class Side:
     """What one upload cost: wall seconds, and the CPU seconds the store and the whole
@@ -225,10 +209,10 @@ class Side:
 
 
 def measured(upload: Callable[[], Any]) -> tuple[Any, Side]:
-    store, busy, started = store_cpu(), machine_busy(), time.perf_counter()
+    store, busy, started = store_cpu(), bench.machine_busy(), time.perf_counter()
     result = upload()
     seconds = time.perf_counter() - started
-    return result, Side(seconds, store_cpu() - store, machine_busy() - busy)
+    return result, Side(seconds, store_cpu() - store, bench.machine_busy() - busy)
 
 
 def process_kind(command: list[bytes]) -> str:
