@@ -2,8 +2,8 @@
 
 The benchmarks never touch the development database: they work in their own database, named
 after the dev one with ``_bench`` appended (``storage_service_bench``), or the one given by
-``BENCH_DATABASE_URL``. The server is gunicorn started exactly as ``scripts/devservices.py
-run`` starts it (same settings module, worker count, worker class and threads), bound to a
+``BENCH_DATABASE_URL``. The API server is started exactly as ``scripts/devservices.py run``
+starts it (storage_service/serving.py: same settings module, workers and threads), bound to a
 free port on 127.0.0.1.
 """
 
@@ -416,22 +416,17 @@ def cpu_count() -> int:
     return len(os.sched_getaffinity(0)) or 1
 
 
-def _gunicorn_conf() -> dict[str, object]:
-    """deploy/gunicorn.conf.py's settings, as gunicorn reads them (it executes the file)."""
-    conf = ROOT / "deploy" / "gunicorn.conf.py"
-    namespace: dict[str, object] = {"__file__": str(conf)}
-    exec(conf.read_text(), namespace)  # our own config file
-    return namespace
-
-
 def web_workers() -> int:
-    """Gunicorn's worker count as deploy/gunicorn.conf.py sets it (WEB_CONCURRENCY or 2 x CPUs)."""
-    return int(str(_gunicorn_conf().get("workers", 1)))
+    """The API server's worker processes, as storage_service/serving.py counts them."""
+    from storage_service.serving import web_workers
+
+    return web_workers()
 
 
-def gunicorn_worker_line() -> str:
-    conf = _gunicorn_conf()
-    return f"{conf.get('worker_class', 'sync')} x {conf.get('threads', 1)} thread(s)"
+def worker_line() -> str:
+    from storage_service.serving import web_threads
+
+    return f"granian WSGI, {web_threads()} thread(s) each"
 
 
 def free_port() -> int:
@@ -452,8 +447,8 @@ class Server:
 
     def describe(self) -> str:
         return (
-            f"gunicorn {self.app}, {self.workers} workers ({gunicorn_worker_line()}, from "
-            f"deploy/gunicorn.conf.py as `make run`), {self.base_url}"
+            f"{self.app}, {self.workers} workers ({worker_line()}, from "
+            f"storage_service/serving.py as `make run`), {self.base_url}"
         )
 
     def cpu(self) -> CpuTimes:
@@ -462,16 +457,17 @@ class Server:
 
 @dataclass(frozen=True)
 class CpuTimes:
-    """CPU seconds used so far: gunicorn (master and workers), every PostgreSQL process, and
-    the whole machine (all cores, not idle). Differences over a window give cores used."""
+    """CPU seconds used so far: the API server (main process and workers), every PostgreSQL
+    process, and the whole machine (all cores, not idle). Differences over a window give cores
+    used."""
 
-    gunicorn: float
+    server: float
     postgres: float
     machine: float
 
     def __sub__(self, other: CpuTimes) -> CpuTimes:
         return CpuTimes(
-            self.gunicorn - other.gunicorn,
+            self.server - other.server,
             self.postgres - other.postgres,
             self.machine - other.machine,
         )
@@ -482,11 +478,11 @@ NOISY_CORES = 0.25
 
 def cpu_note(used: CpuTimes, client: float, seconds: float) -> str:
     """One line on where the machine's CPU went over ``seconds``, with a warning when other
-    processes (not the client, gunicorn or PostgreSQL) took a noticeable share of it."""
-    other = max(0.0, used.machine - used.gunicorn - used.postgres - client) / seconds
+    processes (not the client, the API server or PostgreSQL) took a noticeable share of it."""
+    other = max(0.0, used.machine - used.server - used.postgres - client) / seconds
     line = (
         f"CPU cores used while measuring (of {cpu_count()}): client {client / seconds:.2f}, "
-        f"gunicorn {used.gunicorn / seconds:.2f}, postgres {used.postgres / seconds:.2f}, "
+        f"server {used.server / seconds:.2f}, postgres {used.postgres / seconds:.2f}, "
         f"other {other:.2f}"
     )
     if other > NOISY_CORES:
@@ -497,9 +493,9 @@ def cpu_note(used: CpuTimes, client: float, seconds: float) -> str:
     return line
 
 
-def cpu_times(gunicorn_group: int) -> CpuTimes:
+def cpu_times(server_group: int) -> CpuTimes:
     tick = os.sysconf("SC_CLK_TCK")
-    gunicorn_cpu = postgres_cpu = 0.0
+    server_cpu = postgres_cpu = 0.0
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -510,11 +506,11 @@ def cpu_times(gunicorn_group: int) -> CpuTimes:
         name = stat[stat.index("(") + 1 : stat.rindex(")")]
         fields = stat[stat.rindex(")") + 2 :].split()
         used = (int(fields[11]) + int(fields[12])) / tick  # utime + stime
-        if int(fields[2]) == gunicorn_group:  # its own process group: master and workers
-            gunicorn_cpu += used
+        if int(fields[2]) == server_group:  # its own process group: main process and workers
+            server_cpu += used
         elif name == "postgres":
             postgres_cpu += used
-    return CpuTimes(gunicorn_cpu, postgres_cpu, machine_busy())
+    return CpuTimes(server_cpu, postgres_cpu, machine_busy())
 
 
 def machine_busy() -> float:
@@ -558,7 +554,7 @@ def process_cpu(pid: int) -> float:
 
 
 @contextlib.contextmanager
-def gunicorn(
+def api_server(
     url: str,
     *,
     bench_routes: bool = False,
@@ -566,19 +562,19 @@ def gunicorn(
     settings_module: str = SETTINGS_MODULE,
     ready_path: str = "/v1/me",
 ) -> Iterator[Server]:
-    """Gunicorn as ``scripts/devservices.py run`` starts it, on a free 127.0.0.1 port.
+    """The API server as ``scripts/devservices.py run`` starts it, on a free 127.0.0.1 port.
 
-    Workers, their class and threads come from deploy/gunicorn.conf.py, as for ``make run``; the
+    Workers and threads come from storage_service/serving.py, as for ``make run``; the
     command line is devservices' (no access log: the service logs each request itself, as one
     JSON line). Here its output goes to a temporary file, shown if it fails. ``app`` and
     ``settings_module`` serve another app (the benchmark's references, bench/reference/) with
-    the very same gunicorn settings.
+    the very same server settings.
     """
     port = free_port()
     workers = web_workers()
     extra = {
         "SERVICE_BENCH_ROUTES": "true" if bench_routes else "false",
-        "WEB_CONCURRENCY": str(workers),  # read by deploy/gunicorn.conf.py
+        "WEB_CONCURRENCY": str(workers),  # read by storage_service/serving.py
         # The limiter stays on (its Redis round trip is part of every request's cost), with
         # budgets no benchmark reaches.
         "SERVICE_RATE_LIMIT_READS_PER_MINUTE": str(10**9),
@@ -587,9 +583,9 @@ def gunicorn(
         # The reference app lives in bench/.
         "PYTHONPATH": os.pathsep.join([str(ROOT / "bench"), str(ROOT)]),
     }
-    log_dir = Path(tempfile.mkdtemp(prefix="bench-gunicorn-"))
-    log_path = log_dir / "gunicorn.log"
-    # `make run`'s own command line: every setting but the address is in deploy/gunicorn.conf.py.
+    log_dir = Path(tempfile.mkdtemp(prefix="bench-api-"))
+    log_path = log_dir / "api.log"
+    # `make run`'s own command line: every setting but the address is in storage_service/serving.py.
     sys.path.insert(0, str(ROOT / "scripts"))
     from devservices import api_command
 
@@ -621,7 +617,7 @@ def _wait_ready(server: Server, ready_path: str, timeout: float = 60.0) -> None:
     while True:
         if server.proc.poll() is not None:
             _print_log(server.log_path)
-            raise SystemExit(f"gunicorn exited with code {server.proc.returncode}")
+            raise SystemExit(f"the API server exited with code {server.proc.returncode}")
         try:
             with urllib.request.urlopen(f"{server.base_url}{ready_path}", timeout=2):
                 pass
@@ -632,14 +628,14 @@ def _wait_ready(server: Server, ready_path: str, timeout: float = 60.0) -> None:
             pass
         if time.monotonic() > deadline:
             _print_log(server.log_path)
-            raise SystemExit(f"gunicorn did not answer within {timeout:.0f} s")
+            raise SystemExit(f"the API server did not answer within {timeout:.0f} s")
         time.sleep(0.2)
 
 
 def _print_log(path: Path, lines: int = 40) -> None:
     with contextlib.suppress(OSError):
         for line in path.read_text(errors="replace").splitlines()[-lines:]:
-            print(f"gunicorn | {line}", file=sys.stderr)
+            print(f"api | {line}", file=sys.stderr)
 
 
 def _stop(proc: subprocess.Popen[bytes], timeout: float = 10.0) -> None:

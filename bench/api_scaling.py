@@ -6,10 +6,10 @@ latency at concurrency 16, for the upload, get-one and list endpoints, each besi
     .venv/bin/python bench/api_scaling.py [--concurrency 16] [--duration 10] [--warmup 2]
                                           [--servers 1]
 
-``--servers 2`` starts two gunicorn processes (as `make cluster` does, each with the workers
+``--servers 2`` starts two API server processes (as `make cluster` does, each with the workers
 `make run` gives one) and spreads the virtual clients over both, for docs/scaling.md.
 
-The server is gunicorn as `make run` starts it (same worker count and class), with
+The server is the API server as `make run` starts it (same workers and threads), with
 SERVICE_BENCH_ROUTES=true. The load comes from one asyncio loop in this process holding one
 connection per virtual client, speaking plain HTTP/1.1 over asyncio streams: a far lighter
 client than requests or httpx, because it shares the machine's cores with the server it
@@ -104,7 +104,7 @@ async def client(
     stop_at: float,
 ) -> None:
     """One virtual client: requests back to back, reusing its connection when the server
-    allows it (gunicorn's sync workers never do, so each request also connects)."""
+    allows it."""
     head = (
         f"{endpoint.method} {endpoint.path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
         f"Authorization: Bearer {auth}\r\nAccept: application/json\r\n"
@@ -172,7 +172,7 @@ def run_load(
         used = servers_cpu(servers) - cpu
         result.client_cpu = (time.process_time() - client_cpu) / duration
         result.cpu = bench.CpuTimes(
-            used.gunicorn / duration, used.postgres / duration, used.machine / duration
+            used.server / duration, used.postgres / duration, used.machine / duration
         )
         await asyncio.gather(*tasks)
 
@@ -181,10 +181,10 @@ def run_load(
 
 
 def servers_cpu(servers: list[bench.Server]) -> bench.CpuTimes:
-    """CPU so far: every server's gunicorn summed; PostgreSQL and the machine once."""
+    """CPU so far: every API server summed; PostgreSQL and the machine once."""
     times = [server.cpu() for server in servers]
-    gunicorn = sum(t.gunicorn for t in times)
-    return bench.CpuTimes(gunicorn, times[-1].postgres, times[-1].machine)
+    server = sum(t.server for t in times)
+    return bench.CpuTimes(server, times[-1].postgres, times[-1].machine)
 
 
 # --- Setup ----------------------------------------------------------------------------------
@@ -210,7 +210,7 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--duration", type=float, default=10.0, help="measured seconds")
     parser.add_argument("--warmup", type=float, default=2.0, help="unmeasured seconds first")
-    parser.add_argument("--servers", type=int, default=1, help="gunicorn processes (ports)")
+    parser.add_argument("--servers", type=int, default=1, help="API server processes (ports)")
     args = parser.parse_args()
 
     url = bench.bench_database_url()
@@ -241,7 +241,7 @@ def main() -> int:
         results = []
         with contextlib.ExitStack() as stack:
             servers = [
-                stack.enter_context(bench.gunicorn(url, bench_routes=True))
+                stack.enter_context(bench.api_server(url, bench_routes=True))
                 for _ in range(args.servers)
             ]
             for endpoint in endpoints:
@@ -262,7 +262,7 @@ def main() -> int:
 
 def other_cores(result: Result) -> float:
     cpu = result.cpu
-    return max(0.0, cpu.machine - result.client_cpu - cpu.gunicorn - cpu.postgres)
+    return max(0.0, cpu.machine - result.client_cpu - cpu.server - cpu.postgres)
 
 
 def report(results: list[Result], server_line: str, debug: bool, args: argparse.Namespace) -> None:
@@ -289,17 +289,17 @@ def report(results: list[Result], server_line: str, debug: bool, args: argparse.
                 f"{bench.percentile(r.latencies, 99):.1f}",
                 f"{r.rps / bare_rps:.0%}",
                 f"{r.client_cpu:.2f}",
-                f"{r.cpu.gunicorn:.2f}",
+                f"{r.cpu.server:.2f}",
                 f"{r.cpu.postgres:.2f}",
                 f"{other_cores(r):.2f}",
                 errors,
             ]
         )
     headers = ["endpoint", "requests", "req/s", "p50 ms", "p99 ms", "vs bare"]
-    headers += ["client", "gunicorn", "postgres", "other", "errors"]
+    headers += ["client", "server", "postgres", "other", "errors"]
     print(bench.table(headers, rows))
     print(
-        "\nclient/gunicorn/postgres/other: CPU cores each used during the measured window "
+        "\nclient/server/postgres/other: CPU cores each used during the measured window "
         f"(of {bench.cpu_count()}); 'other' is the rest of the machine's busy time."
     )
     noisy = [r.endpoint.label for r in results if other_cores(r) > bench.NOISY_CORES]

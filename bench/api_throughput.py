@@ -6,7 +6,7 @@ run: a bare Django app and a "lean" authenticated single-file GET (bench/referen
         [--peer-url http://127.0.0.1:5000 --peer-key <service key> [--peer-bucket NAME]]
 
 Load: wrk (2 threads, 16 connections; `apt-get install wrk`), black-box over HTTP against
-gunicorn as `make run` serves the API (deploy/gunicorn.conf.py: the same workers, class and
+the API served as `make run` serves it (storage_service/serving.py: the same workers and
 threads for the API and the references), with the ordinary request a client sends. Every
 round measures every endpoint one after the other, each of ours right before the peer's
 counterpart; ratios divide by figures measured in the SAME round, and the table shows the
@@ -123,9 +123,9 @@ class Measure:
     p50_ms: float = 0.0
     p99_ms: float = 0.0
     other_cores: float = 0.0
-    # CPU milliseconds per answered request, of gunicorn (master and workers) and of
+    # CPU milliseconds per answered request, of the API server (all its processes) and of
     # PostgreSQL: where a request's cost lands when the cores, not the waits, set the pace.
-    gunicorn_ms: float = 0.0
+    server_ms: float = 0.0
     postgres_ms: float = 0.0
 
     @property
@@ -158,7 +158,6 @@ def parse_wrk(output: str) -> Measure:
         measure.errors += int(non_2xx[1])
     if (sockets := _SOCKET.search(output)) is not None:
         # Requests that got no answer within --timeout: failed, and not in the count above.
-        # (Read errors are gunicorn's sync workers closing a kept-alive connection.)
         measure.timeouts = int(sockets[4])
     for quantile, value, unit in _PERCENTILE.findall(output):
         ms = float(value) * _UNITS[unit] * 1000
@@ -349,7 +348,7 @@ class Peer:
 
 @dataclass
 class Remote:
-    """A server this bench did not start, at ``base_url``. Its CPU is counted where gunicorn's
+    """A server this bench did not start, at ``base_url``. Its CPU is counted where the API server's
     is for ours when its process can be found (the one listening on its port, on this
     machine); else it is in 'other'."""
 
@@ -461,8 +460,8 @@ def main() -> int:
             if load.label in peer_loads:
                 loads.append(peer_loads[load.label])
         with (
-            bench.gunicorn(url) as api,
-            bench.gunicorn(
+            bench.api_server(url) as api,
+            bench.api_server(
                 url,
                 app="reference.wsgi:application",
                 settings_module="reference.settings",
@@ -494,10 +493,10 @@ def main() -> int:
                     used = server.cpu() - before
                     # wrk's own CPU is not counted here: 'other' includes it (and the peer's).
                     measure.other_cores = (
-                        max(0.0, used.machine - used.gunicorn - used.postgres) / measure.seconds
+                        max(0.0, used.machine - used.server - used.postgres) / measure.seconds
                     )
                     served = max(1, measure.requests - measure.errors)
-                    measure.gunicorn_ms = used.gunicorn * 1000 / served
+                    measure.server_ms = used.server * 1000 / served
                     # A PostgreSQL process that exits between the samples takes its CPU time
                     # with it: never below zero.
                     measure.postgres_ms = max(0.0, used.postgres) * 1000 / served
@@ -568,7 +567,7 @@ def report(
                 else "",
                 f"{statistics.median(m.p50_ms for m in measures):.1f}",
                 f"{statistics.median(m.p99_ms for m in measures):.1f}",
-                f"{statistics.median(m.gunicorn_ms for m in measures):.2f}"
+                f"{statistics.median(m.server_ms for m in measures):.2f}"
                 if load.server != "peer" or (peer is not None and peer.pid is not None)
                 else "-",
                 f"{statistics.median(m.postgres_ms for m in measures):.2f}",
@@ -583,7 +582,7 @@ def report(
         "\nShares divide by the reference measured in the same round. 'errors': non-2xx answers"
         " and timeouts (excluded from req/s). 'other cores': the most, over the rounds, that"
         " wrk and every other process of the machine used beside the server and PostgreSQL."
-        " 'server CPU ms/req': CPU time of gunicorn's processes (master and workers) or, on the"
+        " 'server CPU ms/req': CPU time of the API server's processes (main and workers) or, on the"
         " peer's rows, of the peer's process; 'postgres CPU ms/req': of every PostgreSQL"
         " process; per answered request (medians over the rounds)."
     )

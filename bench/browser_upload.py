@@ -1,6 +1,6 @@
 """A browser's upload against the Python client's: the same size to the same store, same run.
 
-100 MiB (``--mib``), 8 MiB parts, 4 in flight, through the API (gunicorn as `make run`
+100 MiB (``--mib``), 8 MiB parts, 4 in flight, through the API (served as `make run`
 starts it):
 
 - **browser**: headless Chromium (Debian's ``chromium``, driven by playwright-core) on the
@@ -308,7 +308,7 @@ def main() -> int:
     try:
         with path.open("wb") as out:
             out.write(os.urandom(size))
-        with bench.gunicorn(url) as server:
+        with bench.api_server(url) as server:
             server_line = server.describe()
             example, origin = start_example(raw_key, server.base_url)
             s3.put_bucket_cors(

@@ -2,7 +2,7 @@
 
 1 GiB (``--gib``) from a file on disk:
 
-- ``client.files.upload(path)``: the storage client, through the API (gunicorn as `make
+- ``client.files.upload(path)``: the storage client, through the API (served as `make
   run` starts it): start a multipart session, PUT its 128 parts of 8 MiB to their presigned
   URLs, 4 at a time, complete (the service assembles and verifies);
 - ``boto3 upload_file``: boto3's managed transfer straight to the same SeaweedFS bucket with
@@ -177,7 +177,7 @@ def main() -> int:
         bench.log(f"writing {total / GIB:g} GiB and {small / GIB:g} GiB of random bytes")
         write_file(big, total)
         write_file(little, small)
-        with bench.gunicorn(url) as server:
+        with bench.api_server(url) as server:
             server_line = server.describe()
             client_args = ["--child", "client", "--api-key", raw_key, "--base-url", server.base_url]
             bench.log("warm-up: a small upload each way")

@@ -228,7 +228,7 @@ class DrillClient(soak.Client):
 
     def _call_once(self, label: str, method: str, path: str, expect: set[int], **kw: Any) -> Any:
         started = time.perf_counter()
-        # A fresh connection each time: gunicorn's sync workers close it after each response,
+        # A fresh connection each time,
         # and a pooled one to a killed process would only fail later.
         response = self.api.request(
             method, f"{self.base}{path}", timeout=60, headers={"Connection": "close"}, **kw

@@ -10,7 +10,7 @@ Two projects in the bench database:
   deliveries must still arrive within 3 s while A's 100,000 wait their turn behind the
   per-project caps.
 
-The API is gunicorn as ``make run`` starts it; the job runs on one Celery worker (solo pool)
+The API is served as ``make run`` serves it; the job runs on one Celery worker (solo pool)
 and the webhooks on the webhook worker as ``make run`` starts it, on queues of the bench's
 own; the receiver is bench/webhooks.py's (its own process). While the job runs, one client
 thread GETs and PATCHes A's other file one request after another. Printed: the move's time
@@ -38,12 +38,12 @@ from urllib.parse import urlsplit, urlunsplit
 
 from _common import (
     ROOT,
+    api_server,
     bench_database_url,
     connect,
     delete_project,
     ensure_database,
     free_port,
-    gunicorn,
     log,
     percentile,
     process_cpu,
@@ -293,7 +293,7 @@ def main() -> int:
         tagged(url, "hooks"),
     )
     try:
-        with gunicorn(tagged(url, "api")) as server:
+        with api_server(tagged(url, "api")) as server:
             base = server.base_url
             hook = f"http://127.0.0.1:{receiver_port}"
             assert (

@@ -8,7 +8,7 @@ figures at 1M and 3M in docs/scaling.md come from it.
 
 The first run seeds the bench database (about a minute); later runs find the seeded project by
 its row count and reuse it. Requests are sequential, from one requests.Session, against
-gunicorn started as `make run` starts it. Then each API query's SQL (captured by running the
+the API server started as `make run` starts it. Then each API query's SQL (captured by running the
 same request in-process) is EXPLAINed, to show which index serves it.
 
 The deep page's cursor is built the way the API builds it: ``encode_cursor`` of the sort's
@@ -375,7 +375,7 @@ def main() -> int:
             for row in visible.order_by("-created_at", "-id").values_list("id")[DEEP : DEEP + LIMIT]
         ]
 
-        with bench.gunicorn(url) as server, requests.Session() as session:
+        with bench.api_server(url) as server, requests.Session() as session:
             session.headers["Authorization"] = f"Bearer {issued.raw_key}"
             first = fetch(session, server.base_url, base)
             scope = "files:createdAt:desc"
@@ -459,7 +459,7 @@ def report(
     print(f"server: {server_line}, DEBUG={settings.DEBUG}")
     print(
         f"client: one requests.Session, sequential, {args.repeat} timed requests per query "
-        "(its connection kept alive between requests, as gunicorn's threaded workers allow)"
+        "(its connection kept alive between requests, as the server allows)"
     )
     print()
     rows = [

@@ -1,7 +1,7 @@
 """Multipart uploads: initiating 10,000 parts, and 1 GiB pushed through the part URLs.
 
 1. The time to initiate an upload of 10,000 parts (80,000 MiB in 8 MiB parts), which presigns
-   all 10,000 part URLs, over HTTP against gunicorn as `make run` starts it: p50 and p95 of
+   all 10,000 part URLs, over HTTP against the API as `make run` serves it: p50 and p95 of
    ``--runs`` requests (each session is aborted afterwards, untimed). Beside it, in-process,
    10,000 URLs from the service's presigner and from botocore's.
    Goal: p50 under 500 ms.
@@ -110,7 +110,7 @@ def initiate_figures(
     timings: list[float] = []
     size = 0
     ids: list[str] = []
-    # The first requests are not counted: each gunicorn worker builds its boto3 clients on its
+    # The first requests are not counted: each API worker builds its boto3 clients on its
     # first use of the store.
     for _ in range(runs + warmup):
         started = time.perf_counter()
@@ -211,7 +211,7 @@ def main() -> int:
         raw_key = api_key_issue(project=project, environment="test", name="bench").raw_key
         http = requests.Session()
         http.headers["Authorization"] = f"Bearer {raw_key}"
-        with bench.gunicorn(url) as server:
+        with bench.api_server(url) as server:
             server_line = server.describe()
             bench.log(f"initiating {args.runs} uploads of 10,000 parts (after a warm-up)")
             timings, body_bytes, _ = initiate_figures(

@@ -1,5 +1,5 @@
 """Where one GET /v1/files/<id> spends its time, in-process: the WSGI application called
-directly (no network, no gunicorn), 3 x 2,000 requests timed, then 2,000 under cProfile.
+directly (no network, no HTTP server), 3 x 2,000 requests timed, then 2,000 under cProfile.
 
     .venv/bin/python bench/profile_get.py [--requests 2000] [--top 25]
         [--endpoint get|list|upload] [--instructions]

@@ -1,15 +1,16 @@
 """Where a served request's CPU goes: wrk loads one endpoint of the API as `make run` serves it
-(gunicorn, deploy/gunicorn.conf.py) while py-spy samples every worker, counting only samples
+(storage_service/serving.py) while py-spy samples every worker, counting only samples
 that hold the GIL (Python running, not waiting on PostgreSQL or Redis).
 
     .venv/bin/python bench/profile_served.py [--endpoint get|list|upload] [--seconds 15]
         [--depth 6] [--root 'FileViewSet.retrieve']
 
-Prints requests per second, CPU milliseconds per request of gunicorn and PostgreSQL, and the
+Prints requests per second, CPU milliseconds per request of the API server and PostgreSQL, and the
 call tree under ``--root`` (a frame name prefix), each line the share of all GIL samples of
 the workers. In-process profiles (bench/profile_get.py) miss what only serving costs:
-gunicorn's HTTP handling, the middleware, and the cold caches of four workers sharing two
-cores with PostgreSQL and wrk. py-spy comes with `make bench` (bench/requirements.txt).
+the server's hand-over to Python, the middleware, and the caches of workers sharing two cores
+with PostgreSQL and wrk. The default root, granian's ``_runner``, is where each request
+enters Python. py-spy comes with `make bench` (bench/requirements.txt).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def main() -> int:
     parser.add_argument("--endpoint", choices=["get", "list", "upload"], default="list")
     parser.add_argument("--seconds", type=int, default=15)
     parser.add_argument("--depth", type=int, default=6, help="levels of the tree shown")
-    parser.add_argument("--root", default="ThreadWorker.handle", help="frame to start at")
+    parser.add_argument("--root", default="_runner", help="frame to start at")
     parser.add_argument("--min-share", type=float, default=0.5, help="hide lines below (%%)")
     args = parser.parse_args()
     for tool in ("wrk", "py-spy"):
@@ -66,7 +67,7 @@ def main() -> int:
         }
         load = loads[args.endpoint]
         lua = Path(load.script) if load.script else None
-        with bench.gunicorn(url) as api:
+        with bench.api_server(url) as api:
             throughput.run_wrk(api.base_url, raw_key, load, 3, lua)  # warm every worker
             workers = subprocess.run(
                 ["pgrep", "-P", str(api.proc.pid)], capture_output=True, text=True, check=False
@@ -89,7 +90,7 @@ def main() -> int:
         served = max(1, measure.requests - measure.errors)
         print(
             f"\n{args.endpoint}: {measure.rps:,.0f} req/s under py-spy (slower than unprofiled),"
-            f" gunicorn {used.gunicorn * 1000 / served:.2f} ms CPU/req,"
+            f" server {used.server * 1000 / served:.2f} ms CPU/req,"
             f" postgres {used.postgres * 1000 / served:.2f} ms CPU/req\n"
         )
         print(f"Share of the workers' GIL samples, under {args.root!r}:")

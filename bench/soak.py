@@ -166,7 +166,7 @@ class Service:
             pid = stack.pop()
             stack.extend(children.get(pid, []))
             command = commands.get(pid, "")
-            if "gunicorn" in command:
+            if "storage_service.serving" in command:
                 roles["api"].append(pid)
             elif "celery" in command and " beat" in command:
                 roles["beat"].append(pid)

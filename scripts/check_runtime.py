@@ -10,7 +10,7 @@ is found:
    package and lacks none the service needs.
 2. Every module of the service (every app, migrations, admin, tasks, commands, settings)
    imports under the production profile, and so do the processes a deployment starts
-   (gunicorn, the Celery worker).
+   (the API server, the Celery worker).
    The object store's storage (STORAGES["files"], django-storages) is built there too.
 3. ``django-admin check --deploy --fail-level WARNING`` passes under the production profile.
 
@@ -125,7 +125,12 @@ def check_imports() -> None:
             importlib.import_module(module.name)
             modules += 1
     # The processes a deployment starts: the API server and the Celery worker and beat.
-    for entry in ["gunicorn.app.wsgiapp", "celery.bin.celery", "storage_service.wsgi"]:
+    for entry in [
+        "granian",
+        "storage_service.serving",
+        "celery.bin.celery",
+        "storage_service.wsgi",
+    ]:
         importlib.import_module(entry)
     print(f"imported {modules} modules of the service with only the runtime lock installed")
     # The object store's one storage (django-storages), built from STORAGES as a process would

@@ -7,7 +7,7 @@
 - SeaweedFS as a cluster: one master (replication 001: every object on two volume servers),
   three volume servers, each with its own directory and port, and a filer with the S3 gateway
   on SEAWEEDFS_S3_PORT;
-- two API processes (gunicorn, deploy/gunicorn.conf.py) on $PORT and $PORT+1;
+- two API processes (storage_service/serving.py) on $PORT and $PORT+1;
 - two transform workers, one webhook worker, exactly one beat.
 
 Every process runs in its own process group; ``var/cluster.json`` maps each role to the pids

@@ -35,7 +35,6 @@ from processes import (
 )
 from servers import (
     ENV_FILE,
-    ROOT,
     VAR,
     VENV_BIN,
     Services,
@@ -147,21 +146,20 @@ def supervise(services: Services) -> int:
         time.sleep(0.2)
 
 
-GUNICORN_CONF = ROOT / "deploy" / "gunicorn.conf.py"
-
-
 def api_command(
     port: int, host: str = "127.0.0.1", app: str = "storage_service.wsgi:application"
 ) -> list[str | Path]:
     """The API server, as `make run`, `make cluster`, the benches and deploy/ start it: every
-    setting but the address is in deploy/gunicorn.conf.py (workers from WEB_CONCURRENCY).
+    setting but the address is in storage_service/serving.py (workers from WEB_CONCURRENCY).
     ``app``: the benchmark serves its reference app with the very same settings."""
     # fmt: off
-    return [
-        VENV_BIN / "gunicorn", "-c", GUNICORN_CONF, app,
-        "--bind", f"{host}:{port}",
+    command: list[str | Path] = [
+        VENV_BIN / "python", "-m", "storage_service.serving", "--bind", f"{host}:{port}",
     ]
     # fmt: on
+    if app != "storage_service.wsgi:application":
+        command += ["--app", app]
+    return command
 
 
 def transform_worker_command(concurrency: int, node: str = "celery@%h") -> list[str | Path]:
@@ -206,7 +204,7 @@ def webhook_worker_command(node: str = "webhooks@%h") -> list[str | Path]:
 
 
 def app_environment(resolved: dict[str, str]) -> dict[str, str]:
-    """The environment of the service's own processes (gunicorn, celery)."""
+    """The environment of the service's own processes (the API server, celery)."""
     child_env = child_environment(resolved)
     # Children write through a pipe to our prefixer; unbuffered so lines arrive as they happen.
     child_env["PYTHONUNBUFFERED"] = "1"
@@ -237,7 +235,7 @@ def run_migrations(services: Services, child_env: dict[str, str]) -> int:
 
 def cmd_run(args: argparse.Namespace, services: Services) -> int:
     port = positive_int_env("PORT", 8000)
-    # Checked here for a clear message; deploy/gunicorn.conf.py reads it.
+    # Checked here for a clear message; storage_service/serving.py reads it.
     positive_int_env("WEB_CONCURRENCY", 1)
     concurrency = positive_int_env("CELERY_CONCURRENCY", cpu_count())
     resolved = ensure_services(services)

@@ -77,7 +77,7 @@ def print_tail(name: str, path: Path, lines: int = 40) -> None:
 class Child:
     """A process started in its own session, so it and everything it forks form one process
     group: the terminal's Ctrl-C does not reach it behind our back, and stopping the group
-    leaves no grandchild (gunicorn and celery workers) behind."""
+    leaves no grandchild (API and celery workers) behind."""
 
     name: str
     proc: subprocess.Popen[bytes]

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 VAR = ROOT / "var"
 ENV_FILE = VAR / "services.env"
 # Not resolved: .venv/bin/python is a symlink to the base interpreter, and the venv's own
-# scripts (gunicorn, celery, weed) live next to the link, not next to its target.
+# scripts (python, celery, weed) live next to the link, not next to its target.
 VENV_BIN = Path(sys.executable).parent
 
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/storage_service"
@@ -114,7 +114,7 @@ class Services:
     and, once they answer, the app's processes."""
 
     processes: list[Child] = field(default_factory=list)  # redis-server, weed
-    apps: list[Child] = field(default_factory=list)  # migrate, gunicorn, celery
+    apps: list[Child] = field(default_factory=list)  # migrate, the API, celery
     pg_server: Any = None  # pgserver.PostgresServer, imported lazily
 
     def stop(self) -> None:

@@ -42,7 +42,7 @@ class RequestLimitsMiddleware:
     ``PAYLOAD_TOO_LARGE``, before anything reads or parses it.
 
     A declared ``Content-Length`` above the limit is refused without reading a byte. A body of
-    unknown length (``Transfer-Encoding: chunked``, which gunicorn de-chunks) is read here in
+    unknown length (``Transfer-Encoding: chunked``, which the server de-chunks) is read here in
     small pieces and counted, so at most the limit plus one piece is ever held; if it fits, it
     becomes the request's body with its real length. Django itself would read nothing of such
     a body (its stream is limited to ``CONTENT_LENGTH``, absent here), so without this a

@@ -1,8 +1,10 @@
+from django.conf import settings
 from django.core.wsgi import get_wsgi_application
 
+from storage_service.serving import RequestTimeout
 from storage_service.settings.profile import require_profile
 
 # No default profile: a server started without DJANGO_SETTINGS_MODULE refuses to start.
 require_profile()
 
-application = get_wsgi_application()
+application = RequestTimeout(get_wsgi_application(), settings.API_TIMEOUT_SECONDS)

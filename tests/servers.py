@@ -1,5 +1,5 @@
-"""Real server processes for tests: an API server (gunicorn, as `make run` starts it, with
-deploy/gunicorn.conf.py)."""
+"""Real server processes for tests: an API server, as `make run` starts it
+(storage_service/serving.py)."""
 
 from __future__ import annotations
 
@@ -17,8 +17,6 @@ import requests
 from tests.subprocesses import database_url
 
 ROOT = Path(__file__).resolve().parents[1]
-# The settings every gunicorn start shares (`make run`, `make cluster`, the benches, deploy/).
-GUNICORN_CONF = ROOT / "deploy" / "gunicorn.conf.py"
 
 
 def free_port() -> int:
@@ -40,10 +38,7 @@ def serve_api(workers: int = 1, **env_overrides: str) -> Iterator[str]:
         [
             sys.executable,
             "-m",
-            "gunicorn",
-            "-c",
-            str(GUNICORN_CONF),
-            "storage_service.wsgi",
+            "storage_service.serving",
             "--bind",
             f"127.0.0.1:{port}",
             "--workers",

@@ -1,4 +1,4 @@
-"""What a test needs to run part of the service in another process (a worker, gunicorn)."""
+"""What a test needs to run part of the service in another process (a worker, the API server)."""
 
 from __future__ import annotations
 

@@ -1,3 +1,3 @@
-"""The benchmark's reference Django app, served by its own gunicorn beside the service's:
+"""The benchmark's reference Django app, served by its own API server beside the service's:
 ``/bare`` (a fixed JSON body) and ``/lean/files/<id>`` (an authenticated single-file GET done
 the shortest way). See bench/README.md."""

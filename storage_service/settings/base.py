@@ -188,7 +188,7 @@ def object_store(*, access_key: str, secret_key: str) -> dict[str, Any]:
             "access_key": access_key,
             "secret_key": secret_key,
             # Every call ends within the API's own budget ("Locks and timeouts" below):
-            # botocore's defaults (3 attempts of up to 60 s reads) outlast gunicorn's worker
+            # botocore's defaults (3 attempts of up to 60 s reads) outlast the API's request
             # timeout, so a hung store would kill the worker instead of answering 503.
             "client_config": Config(
                 signature_version="s3v4",
@@ -442,9 +442,9 @@ CELERY_TASK_ROUTES["variants.tasks.process_variant"] = {"queue": SERVICE_TRANSFO
 
 
 # --- Locks and timeouts ---------------------------------------------------------------------
-# Every API request must end, with an answer, inside gunicorn's worker timeout (gunicorn.conf.py
-# reads the same API_TIMEOUT_SECONDS): a request still running then is killed, and its client
-# gets a dropped connection (a 502 behind a proxy) instead of the documented 503.
+# Every API request must end, with an answer, inside API_TIMEOUT_SECONDS: a request still running
+# then ends its worker process (storage_service/serving.py, RequestTimeout), and its client gets
+# a dropped connection (a 502 behind a proxy) instead of the documented 503.
 API_TIMEOUT_SECONDS = env_int("API_TIMEOUT_SECONDS", 30, minimum=5)
 # One object-store call: connect, then each socket read, each attempt (botocore "standard"
 # retries, max_attempts counts the first). A store that accepts and never answers costs

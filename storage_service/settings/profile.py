@@ -24,8 +24,8 @@ MESSAGE = (
 )
 
 
-# 3 is gunicorn's "worker failed to boot": the master stops instead of restarting the worker
-# for ever. Any other caller sees a failed exit like any other.
+# Its own exit status, so a caller can tell this refusal from a crash; the API server's launcher
+# refuses before any worker starts, so no worker is restarted for ever.
 EXIT_STATUS = 3
 
 

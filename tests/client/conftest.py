@@ -1,4 +1,4 @@
-"""The Python client against the real stack: a gunicorn API server in its own process (as
+"""The Python client against the real stack: an API server in its own process (as
 `make run` starts it), the real SeaweedFS through presigned URLs, and (where a test asks for
 ``celery_worker``) the real Celery and webhook workers."""
 

@@ -1,5 +1,5 @@
 """A client generated from the served document by openapi-python-client (the most used
-generator for Python), driving the whole lifecycle against the real stack: a gunicorn API
+generator for Python), driving the whole lifecycle against the real stack: an API
 server, SeaweedFS through the presigned URLs, a Celery worker making the variants and sending
 the webhooks to a real receiver. The generated package must import, and every answer must
 parse into its generated model (a shape that disagreed with the document would not)."""

@@ -1,4 +1,4 @@
-"""The JavaScript client (clients/js) against the real stack: a gunicorn API server in its
+"""The JavaScript client (clients/js) against the real stack: an API server in its
 own process, SeaweedFS through presigned URLs, the Celery workers. The tests run Node
 (``node --test``) or Chromium as subprocesses and assert on what they report.
 

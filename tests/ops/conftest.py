@@ -1,4 +1,4 @@
-"""An API server in its own process (gunicorn, as `make run` starts it) for fault tests."""
+"""An API server in its own process (as `make run` starts it) for fault tests."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""deploy/: the gunicorn settings every server shares, and the untested Procfile and systemd
+"""deploy/: the one API server command every start shares, and the untested Procfile and systemd
 units kept equal, token by token, to the command lines `make cluster` runs (and the drill
 kills)."""
 
@@ -118,24 +118,27 @@ def test_systemd_units_run_what_make_cluster_runs() -> None:
     assert sorted(roles) == sorted(renamed[name] for name in made)
 
 
-def test_every_gunicorn_start_uses_deploy_gunicorn_conf() -> None:
-    conf = str(devservices.GUNICORN_CONF)
-    assert devservices.GUNICORN_CONF == DEPLOY / "gunicorn.conf.py"
-    assert devservices.api_command(8000)[1:3] == ["-c", devservices.GUNICORN_CONF]
-    assert ["-c", conf] == [str(p) for p in cluster_commands()["api1"][1:3]]
+def test_every_api_start_is_the_serving_module() -> None:
+    """`make run`, `make cluster`, the benches and the suite start the API one way, so its
+    settings are storage_service/serving.py's wherever it runs."""
+    serving = ["-m", "storage_service.serving", "--bind"]
+    assert [str(p) for p in devservices.api_command(8000)[1:4]] == serving
+    assert cluster_commands()["api1"][1:4] == serving
     bench_common = (ROOT / "bench" / "_common.py").read_text()
     assert "from devservices import api_command" in bench_common
-    assert not (ROOT / "gunicorn.conf.py").exists()  # nothing reads a second copy by default
+    servers = (ROOT / "tests" / "servers.py").read_text()
+    assert '"storage_service.serving",' in servers
 
 
-def test_the_suites_servers_use_deploy_gunicorn_conf() -> None:
+def test_a_long_query_reaches_the_application() -> None:
     """A list query of ~24 KiB, which the API documents as valid, reaches the application
-    (401 JSON without a key), not gunicorn's HTML 414: deploy/gunicorn.conf.py's
-    limit_request_line applies to tests/servers.py's server too."""
-    folder = "/".join(["é" * 100] * 10)  # 1,009 characters, 6 bytes each once encoded
-    params = {"path": folder, "search": "é" * 255, "cursor": "x" * 2000}
+    (401 JSON without a key), not the server's own refusal of a long request line."""
+    folder = "/".join(["\U0001f600" * 100] * 10)  # 1,009 characters, 12 bytes each encoded
+    params = {"path": folder, "search": "\U0001f600" * 255, "contentType": "\U0001f600" * 255}
     with serve_api() as base:
-        response = requests.get(f"{base}/v1/files", params=params, timeout=10)
-    assert len(response.request.url or "") > 8_000  # twice gunicorn's default limit
+        response = requests.get(
+            f"{base}/v1/files", params={**params, "cursor": "x" * 2000}, timeout=10
+        )
+    assert len(response.request.url or "") > 20_000
     assert response.status_code == 401
     assert response.json()["error"]["code"] == "UNAUTHENTICATED"

@@ -164,7 +164,7 @@ def test_the_budget_is_shared_across_api_processes(
     with serve(workers=2, **env) as base:
         statuses = []
         for _ in range(10):
-            # A new connection each time, so gunicorn spreads them over both workers.
+            # A new connection each time, spread over both workers.
             statuses.append(requests.get(f"{base}/v1/me", headers=headers, timeout=10).status_code)
     assert statuses.count(200) == 6
     assert statuses.count(429) == 4

@@ -1,7 +1,7 @@
 """A hostile tenant against the shared image workers: each job is bounded, and one project's
 burst never goes in front of everyone else's work.
 
-The requests go over real HTTP to a real API server (gunicorn, ``serve_api``); the transforms
+The requests go over real HTTP to a real API server (``serve_api``); the transforms
 run in real Celery workers (prefork, as `make run` starts them: time limits and the memory
 cap need it), against the real PostgreSQL, Redis and SeaweedFS. Each test's server and workers
 use queues of their own, so no other test's worker takes their messages. Where the store must

@@ -1,9 +1,10 @@
-"""Locks and timeouts, as clients meet them over real HTTP (gunicorn, PostgreSQL, the store).
+"""Locks and timeouts, as clients meet them over real HTTP (the API server, PostgreSQL, the store).
 
 - A store that accepts connections and never answers costs a request at most the store
   budget (attempts x (connect + read) timeouts), then 503 STORAGE_UNAVAILABLE, inside
-  gunicorn's worker timeout; meanwhile no row lock is held, so other requests on the same
-  file go on.
+  the API's request timeout (API_TIMEOUT_SECONDS); meanwhile no row lock is held, so other
+  requests on the same file go on.
+- A request that outlives API_TIMEOUT_SECONDS ends its worker; another serves the next one.
 - A statement that runs (or waits for a lock) too long is cut by PostgreSQL's
   statement_timeout and answered, not left hanging.
 - download-url takes no row lock: a transaction holding the file's row does not delay it.
@@ -54,8 +55,7 @@ def hung_store() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def hung_api(django_db_setup: None, django_db_blocker: Any, hung_store: str) -> Iterator[str]:
-    # Three workers: gunicorn's sync workers answer one request each, and the point is what
-    # the other requests see while one waits for the store.
+    # Three workers: the point is what the other requests see while one waits for the store.
     with serve_api(workers=3, AWS_S3_ENDPOINT_URL=hung_store) as base:
         yield base
 
@@ -162,6 +162,38 @@ def test_a_statement_waiting_too_long_is_cut_and_answered(
     assert File.objects.get(id=file_id).filename != "x.png"
 
 
+def test_a_request_past_the_api_timeout_ends_its_worker_and_another_serves(
+    actor: Actor,
+) -> None:
+    """With no statement timeout, a PATCH waiting on a held row lock would wait for ever; the
+    API's own timeout ends its worker (the client's connection drops, no answer) and the
+    server starts another, which serves the next request. Nothing was written."""
+    file_id = start_upload(actor, png_bytes())["file"]["id"]
+    env = {
+        "API_TIMEOUT_SECONDS": "5",
+        "DATABASE_STATEMENT_TIMEOUT_MS": "0",
+        # The store's budget must fit inside the API's timeout (the settings refuse it else).
+        "SERVICE_STORE_CONNECT_TIMEOUT_SECONDS": "1",
+        "SERVICE_STORE_READ_TIMEOUT_SECONDS": "1",
+    }
+    with serve_api(workers=1, **env) as base, transaction.atomic():
+        File.objects.select_for_update().get(id=file_id)  # held until the block ends
+        started = time.monotonic()
+        with pytest.raises(requests.ConnectionError):
+            _call(base, actor, "PATCH", f"/v1/files/{file_id}", {"filename": "x.png"})
+        assert 5 <= time.monotonic() - started < 15
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                answered = _call(base, actor, "GET", f"/v1/files/{file_id}", timeout=5)
+                break
+            except requests.ConnectionError:
+                assert time.monotonic() < deadline, "no worker came back"
+                time.sleep(0.2)
+        assert answered.status_code == 200
+    assert File.objects.get(id=file_id).filename != "x.png"
+
+
 def test_download_url_takes_no_row_lock(actor: Actor, short_statements_api: str) -> None:
     file_id = uploaded_file(actor)["id"]
     with transaction.atomic():
@@ -204,7 +236,7 @@ def test_database_sessions_carry_both_timeouts(db: None) -> None:
     assert idle == ("1min",)
 
 
-def test_a_store_budget_that_outlasts_the_worker_timeout_is_refused_at_start() -> None:
+def test_a_store_budget_that_outlasts_the_api_timeout_is_refused_at_start() -> None:
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "storage_service.settings.test",

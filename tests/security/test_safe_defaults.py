@@ -41,13 +41,7 @@ def run(args: list[str], **env: str) -> subprocess.CompletedProcess[str]:
 
 COMMANDS = {
     "manage.py": [sys.executable, "manage.py", "check"],
-    "gunicorn": [
-        f"{BIN}/gunicorn",
-        "storage_service.wsgi:application",
-        "--bind",
-        "127.0.0.1:0",
-        "--no-control-socket",
-    ],
+    "API server": [sys.executable, "-m", "storage_service.serving", "--bind", "127.0.0.1:0"],
     "celery worker": [
         sys.executable,
         *("-m", "celery", "-A", "storage_service", "worker", "--pool", "solo"),
@@ -76,16 +70,12 @@ def test_an_explicit_profile_starts() -> None:
     assert result.returncode == 0, result.stderr
 
 
-def test_gunicorn_with_the_production_profile_serves() -> None:
+def test_the_api_server_with_the_production_profile_serves() -> None:
     """The refusal is about the missing choice only: production, fully set, serves."""
     port = free_port()
     env = environment(**PRODUCTION_ENV, SERVICE_SECURE_SSL_REDIRECT="false")
     server = subprocess.Popen(
-        [
-            f"{BIN}/gunicorn",
-            "storage_service.wsgi:application",
-            *("--bind", f"127.0.0.1:{port}", "--no-control-socket"),
-        ],
+        [sys.executable, "-m", "storage_service.serving", "--bind", f"127.0.0.1:{port}"],
         cwd=ROOT,
         env=env,
         stderr=subprocess.DEVNULL,
@@ -101,7 +91,7 @@ def test_gunicorn_with_the_production_profile_serves() -> None:
                 )
                 break
             except requests.ConnectionError:
-                assert server.poll() is None, "gunicorn exited"
+                assert server.poll() is None, "the API server exited"
                 assert time.monotonic() < deadline
                 time.sleep(0.2)
         assert response.status_code == 200

@@ -1,4 +1,4 @@
-"""Tenancy as a hostile client meets it, over real HTTP (gunicorn, the real store).
+"""Tenancy as a hostile client meets it, over real HTTP (the API server, the real store).
 
 A tenant is a project *and* a mode: a key of another project and a key of the same project in
 the other mode (test vs live) are both strangers. For every route that takes an id, a

@@ -1,4 +1,4 @@
-"""Webhooks as a hostile client would use them, over real HTTP: the API served by gunicorn
+"""Webhooks as a hostile client would use them, over real HTTP: the API as `make run` serves it,
 with private networks refused (the test profile's default), deliveries sent by the real
 Celery webhook worker to real HTTP receivers.
 

@@ -1,0 +1,163 @@
+"""How the API is served: granian runs the WSGI application, and a request that outlives
+``API_TIMEOUT_SECONDS`` ends its worker process.
+
+Every start of the API (`make run`, `make cluster`, the benches, the suite's servers, the
+Procfile and the systemd unit) is ``python -m storage_service.serving --bind HOST:PORT``, so
+the server's settings are written once, here; only the address differs.
+
+granian parses HTTP and keeps connections in Rust, and calls the application on a few Python
+threads per worker process. gunicorn's threaded worker did that work in Python, for a quarter
+of a GET's CPU (docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+# A query may carry a 1,024-character folder path, a 255-character search and contentType and
+# a 2,000-character cursor, each up to 12 bytes a character once URL-encoded: about 24 KiB.
+# Longer values reach the application, which refuses them with the API's own 400, up to the
+# longest URI the server parses (64 KiB; past it, the server's own 414). The request line and
+# headers must fit this buffer.
+HEADER_BUFFER_BYTES = 128 * 1024
+# A client gets this long to send a request's headers, and an idle kept-alive connection is
+# closed after it: a slow client holds a connection, never a Python thread.
+HEADER_READ_TIMEOUT_SECONDS = 5
+# On SIGTERM, requests in flight get this long to finish before their worker is killed.
+GRACEFUL_SECONDS = 8
+
+
+class RequestTimeout:
+    """Ends this worker process when one of its requests has run longer than ``seconds``, as
+    gunicorn's worker timeout did: a request stuck in Python (a pathological input, a bug)
+    must not hold a thread forever. The server starts a new worker in its place. The
+    request's own limits (PostgreSQL's statement_timeout, the store's budget) are all shorter,
+    so a request that reaches this one is one no limit foresaw."""
+
+    def __init__(self, application: WsgiApp, seconds: float) -> None:
+        self.application = application
+        self.seconds = seconds
+        self._started: dict[int, float] = {}  # thread id -> when its request started
+        self._watching = False
+        self._lock = threading.Lock()
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        if not self._watching:
+            self._watch()
+        thread = threading.get_ident()
+        self._started[thread] = time.monotonic()
+        try:
+            return self.application(environ, start_response)
+        finally:
+            del self._started[thread]
+
+    def _watch(self) -> None:
+        # Started on the first request, so in the worker process, never in a parent that forks.
+        with self._lock:
+            if not self._watching:
+                threading.Thread(target=self._watcher, name="request-timeout", daemon=True).start()
+                self._watching = True
+
+    def _watcher(self) -> None:
+        while True:
+            time.sleep(min(1.0, self.seconds / 4))
+            started = list(self._started.values())
+            if started and time.monotonic() - min(started) > self.seconds:
+                logger.critical(
+                    "a request ran longer than API_TIMEOUT_SECONDS=%s; stopping worker %s",
+                    self.seconds,
+                    os.getpid(),
+                )
+                os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _cpu_count() -> int:
+    # Like nproc: honours CPU affinity (containers, taskset), unlike os.cpu_count().
+    return len(os.sched_getaffinity(0)) or 1
+
+
+def _positive(name: str, default: int) -> int:
+    value = os.environ.get(name) or ""
+    if not value:
+        return default
+    if not value.isdigit() or int(value) < 1:
+        raise SystemExit(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def web_workers() -> int:
+    """Worker processes: WEB_CONCURRENCY, else one per core (the GIL lets a process use one)."""
+    return _positive("WEB_CONCURRENCY", _cpu_count())
+
+
+def web_threads() -> int:
+    """Threads per worker: WEB_THREADS, else 2, so a request waiting on PostgreSQL or Redis
+    leaves the core to another. 2 processes x 2 threads on 2 cores was measured against 4 x 2,
+    4 x 1 and 2 x 4 (docs/performance.md)."""
+    return _positive("WEB_THREADS", 2)
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m storage_service.serving", description="Serve the API with granian."
+    )
+    parser.add_argument("--bind", required=True, metavar="HOST:PORT")
+    parser.add_argument(
+        "--app", default="storage_service.wsgi:application", help="the WSGI application"
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        help="worker processes (default: WEB_CONCURRENCY, else one per CPU)",
+    )
+    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
+    args = parser.parse_args(argv)
+    host, _, port = args.bind.rpartition(":")
+    if not host or not port.isdigit():
+        parser.error(f"--bind must be HOST:PORT, got {args.bind!r}")
+    args.host, args.port = host.strip("[]"), int(port)
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    from granian import Granian
+    from granian.constants import HTTPModes, Interfaces
+    from granian.http import HTTP1Settings
+    from granian.log import LogLevels
+
+    args = parse_args(argv)
+    Granian(
+        args.app,
+        address=args.host,
+        port=args.port,
+        interface=Interfaces.WSGI,
+        workers=args.workers or web_workers(),
+        blocking_threads=web_threads(),
+        http=HTTPModes.http1,
+        websockets=False,
+        http1_settings=HTTP1Settings(
+            header_read_timeout=HEADER_READ_TIMEOUT_SECONDS * 1000,
+            keep_alive=True,
+            max_buffer_size=HEADER_BUFFER_BYTES,
+        ),
+        log_level=LogLevels(args.log_level),
+        log_access=False,  # the service logs each request itself, as one JSON line
+        respawn_failed_workers=True,  # a worker ended by RequestTimeout is replaced
+        respawn_interval=0.5,
+        workers_kill_timeout=GRACEFUL_SECONDS,
+    ).serve()
+
+
+if __name__ == "__main__":
+    main()
