@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
+from urllib.parse import urlsplit
 
 import _common as bench
 import requests
@@ -160,38 +161,21 @@ def tree_cpu(root: int) -> Counter[str]:
     return totals
 
 
-def store_pids() -> list[int]:
-    """The store's processes (SeaweedFS's ``weed``)."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            command = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if Path(command[0].decode(errors="replace")).name == "weed":
-            pids.append(int(entry.name))
-    return pids
+def store_pid(endpoint: str | None) -> int | None:
+    """The process of this checkout's store: the one listening on its S3 endpoint's port (other
+    checkouts on the machine run stores of their own, whose CPU is not this upload's)."""
+    port = urlsplit(endpoint or "").port
+    return bench.listener_pid(port) if port else None
 
 
-def store_cpu() -> float:
-    """CPU seconds so far of the store's processes."""
-    return sum(bench.process_cpu(pid) for pid in store_pids())
-
-
-def pin_store(core: int) -> None:
+def pin_store(pid: int, core: int) -> None:
     """Every thread of the store on ``core``; this process, and so the API, the browser and
     the Python client it starts, on the others."""
     others = os.sched_getaffinity(0) - {core}
     if not others or core not in os.sched_getaffinity(0):
         raise SystemExit(f"--store-core {core}: needs that core and at least one other")
-    pids = store_pids()
-    if not pids:
-        raise SystemExit("--store-core: no store process (weed) is running")
-    for pid in pids:
-        for task in Path(f"/proc/{pid}/task").iterdir():
-            os.sched_setaffinity(int(task.name), {core})
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        os.sched_setaffinity(int(task.name), {core})
     os.sched_setaffinity(0, others)
 
 
@@ -208,11 +192,14 @@ class Side:
         return self.busy / self.seconds
 
 
-def measured(upload: Callable[[], Any]) -> tuple[Any, Side]:
-    store, busy, started = store_cpu(), bench.machine_busy(), time.perf_counter()
+def measured(upload: Callable[[], Any], store: int | None) -> tuple[Any, Side]:
+    """``upload``'s result and cost; ``store`` is the store's process (None: not on this
+    machine, its CPU counted as 0)."""
+    store_cpu = (lambda: bench.process_cpu(store)) if store else (lambda: 0.0)
+    before, busy, started = store_cpu(), bench.machine_busy(), time.perf_counter()
     result = upload()
     seconds = time.perf_counter() - started
-    return result, Side(seconds, store_cpu() - store, bench.machine_busy() - busy)
+    return result, Side(seconds, store_cpu() - before, bench.machine_busy() - busy)
 
 
 def process_kind(command: list[bytes]) -> str:
@@ -263,8 +250,6 @@ def main() -> int:
         "machines of its own would run (unpinned, Chromium's CPU comes out of the store's)",
     )
     args = parser.parse_args()
-    if args.store_core is not None:
-        pin_store(args.store_core)
     if not (JS / "dist" / "browser.js").is_file() or shutil.which("chromium") is None:
         raise SystemExit("run `make js` first (the built package and Chromium)")
     size = args.mib * MIB
@@ -288,6 +273,11 @@ def main() -> int:
     from servers import cors_rule
 
     logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per part otherwise
+    store = store_pid(objectstore.storage().endpoint_url)
+    if args.store_core is not None:
+        if store is None:
+            raise SystemExit("--store-core: no process on this machine listens on the store's port")
+        pin_store(store, args.store_core)
 
     for old in Project.objects.filter(name__startswith=PROJECT_PREFIX).values_list("id", flat=True):
         bench.log(f"removing the leftover project {old}")
@@ -333,12 +323,12 @@ def main() -> int:
                 # browser-Python, then Python-browser: a drift in load hits both alike.
                 if number % 2 == 0:
                     bench.log(f"pair {number + 1}: browser, then Python")
-                    (seen, seen_cpu), browser_side = measured(browser.upload)
-                    (seconds, cpu), python_side = measured(python_upload)
+                    (seen, seen_cpu), browser_side = measured(browser.upload, store)
+                    (seconds, cpu), python_side = measured(python_upload, store)
                 else:
                     bench.log(f"pair {number + 1}: Python, then browser")
-                    (seconds, cpu), python_side = measured(python_upload)
-                    (seen, seen_cpu), browser_side = measured(browser.upload)
+                    (seconds, cpu), python_side = measured(python_upload, store)
+                    (seen, seen_cpu), browser_side = measured(browser.upload, store)
                 pairs.append(Pair(load, seen, seen_cpu, browser_side, seconds, cpu, python_side))
             client.close()
     finally:

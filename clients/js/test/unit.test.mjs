@@ -17,6 +17,7 @@ import {
   planParts,
   verifyWebhook,
 } from "../dist/index.js";
+import { uploadParts } from "../dist/browser.js";
 
 /** A local API: `answer(request, body)` returns [status, headers, body]. */
 async function api(answer) {
@@ -172,4 +173,38 @@ test("verifyWebhook refuses a mismatch, a replay, a malformed header, a non-obje
   assert.equal(await code(verifyWebhook(body, "v1=abc", "a")), "SIGNATURE_MALFORMED");
   assert.equal(await code(verifyWebhook(body, null, "a")), "SIGNATURE_MALFORMED");
   assert.equal(await code(verifyWebhook("[1]", `t=${t},v1=${sign("a", t, "[1]")}`, "a")), "INVALID_PAYLOAD");
+});
+
+test("uploadParts sends a part that is the whole Blob as that Blob, other parts as slices", async () => {
+  const real = globalThis.fetch;
+  const bodies = [];
+  globalThis.fetch = async (url, init) => {
+    bodies.push(init.body);
+    return new Response(null, { status: 200, headers: { ETag: `"etag-${bodies.length}"` } });
+  };
+  try {
+    const parts = (n) =>
+      Array.from({ length: n }, (_, i) => ({
+        partNumber: i + 1,
+        url: `http://127.0.0.1:9/part/${i + 1}`,
+        expiresAt: new Date(Date.now() + 3_600_000).toISOString(),
+      }));
+    const whole = new Blob([new Uint8Array(100)]);
+    await uploadParts(whole, { partSize: 100, partCount: 1, size: 100, parts: parts(1) });
+    assert.equal(bodies[0], whole);
+    bodies.length = 0;
+    const two = new Blob([new Uint8Array(150)]);
+    await uploadParts(two, { partSize: 100, partCount: 2, size: 150, parts: parts(2) }, {
+      concurrency: 1,
+    });
+    assert.deepEqual(
+      bodies.map((body) => [body === two, body.size]),
+      [
+        [false, 100],
+        [false, 50],
+      ],
+    );
+  } finally {
+    globalThis.fetch = real;
+  }
 });
