@@ -51,7 +51,7 @@ from storage_service.idempotency import (
     request_fingerprint,
 )
 from storage_service.openapi import Links, errors_of
-from storage_service.pagination import CursorPagination
+from storage_service.pagination import CursorPagination, values_page
 from storage_service.serializers import EmptyRequest, validated
 from storage_service.shapes import Data
 
@@ -82,7 +82,7 @@ class FileViewSet(viewsets.GenericViewSet):
         term = self.request.query_params.get("search")
         if term:
             return selectors.search_page_rows(queryset, term, count)
-        return queryset.values_list(*FILE_FIELDS, named=True)[:count]
+        return values_page(queryset, FILE_FIELDS, count)
 
     @extend_schema(
         extensions=scope("files:write"),

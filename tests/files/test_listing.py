@@ -7,9 +7,12 @@ from typing import Any
 
 import pytest
 from django.db import connection
+from django.db.models import F
 from django.utils import timezone
 
 from files.models import File
+from files.serializers import FILE_FIELDS
+from storage_service.pagination import values_page
 from tests.factories import Actor, png_bytes
 from tests.helpers import start_upload, uploaded_file
 
@@ -257,3 +260,52 @@ def test_a_cursor_of_another_sort_or_tampered_is_refused(owner: Actor) -> None:
     assert other.status_code == tampered.status_code == 400
     assert other.json()["error"]["details"] == {"cursor": ["Cursor does not match sortBy/order."]}
     assert tampered.json()["error"]["details"] == {"cursor": ["Invalid cursor."]}
+
+
+def test_the_same_query_from_two_projects_pages_through_each_ones_own_files(
+    owner: Actor, sibling: Actor
+) -> None:
+    """A page's statement is compiled once per shape of query: the next project, folder or
+    cursor sending the same query gets its own rows."""
+    for actor, count in ((owner, 5), (sibling, 3)):
+        for i in range(count):
+            start_upload(actor, png_bytes(), filename=f"{actor.project.name}-{i}.png", path="same")
+        start_upload(actor, png_bytes(), filename=f"{actor.project.name}-other.png", path="other")
+
+    for actor, count in ((owner, 5), (sibling, 3), (owner, 5)):
+        listed = walk(actor, path="same", limit=2)
+        assert len(listed) == count
+        assert {f["filename"] for f in listed} == {
+            f"{actor.project.name}-{i}.png" for i in range(count)
+        }
+        assert [f["filename"] for f in walk(actor, path="other", limit=2)] == [
+            f"{actor.project.name}-other.png"
+        ]
+
+
+def test_a_page_read_through_its_compiled_statement_is_the_orms_page(
+    owner: Actor, sibling: Actor
+) -> None:
+    """values_page answers what values_list answers, for queries it compiles once and for
+    those it leaves to the ORM (a join, an annotation, an empty IN list)."""
+    for actor in (owner, sibling):
+        for i, path in enumerate(["a", "a", "b", ""]):
+            folder = {"path": path} if path else {}
+            start_upload(actor, png_bytes(), filename=f"{i}.png", metadata={"n": str(i)}, **folder)
+    files = File.objects.for_tenant(owner.tenant)
+    queries = [
+        files.order_by("-created_at", "-id"),
+        files.filter(path="a").order_by("filename", "id"),
+        files.filter(path="b").order_by("filename", "id"),
+        files.filter(path__isnull=True).visible().order_by("-size", "-id"),
+        files.filter(metadata__n="2").order_by("id"),
+        files.extra(where=['"files_file"."filename" > %s'], params=["1.png"]).order_by("id"),
+        files.filter(project__name=owner.project.name).order_by("id"),
+        files.annotate(twice=F("size") * 2).filter(twice__gt=0).order_by("id"),
+        files.filter(id__in=[]).order_by("id"),
+        File.objects.for_tenant(sibling.tenant).filter(path="a").order_by("filename", "id"),
+    ]
+    for queryset in queries * 2:  # the second time from the compiled statements
+        for count in (1, 3, 10):
+            expected = list(queryset.values_list(*FILE_FIELDS, named=True)[:count])
+            assert values_page(queryset, FILE_FIELDS, count) == expected
