@@ -206,8 +206,10 @@ def _record(
     project = tenant.project
     payload = {"projectId": project.id, "organizationId": project.organization_id, **data}
     now = timezone.now()
+    # Looked up once: every read through the ``connection`` proxy looks the connection up.
+    db = transaction.get_connection()
     event = Event(id=new_id("evt"), **tenant.owner(), type=type, data=payload, created_at=at or now)
-    event._state.adding, event._state.db = False, connection.alias
+    event._state.adding, event._state.db = False, db.alias
     sql = _RECORD_SQL.format(
         delivery_id=_DELIVERY_ID_SQL,
         change=change.ctes if change is not None else "",
@@ -215,7 +217,7 @@ def _record(
         if change is not None
         else "",
     )
-    with connection.cursor() as cursor:
+    with db.cursor() as cursor:
         cursor.execute(
             sql,
             [
