@@ -182,7 +182,7 @@ def _upload_start_one_statement(
     guard = transaction.atomic() if checked and db.in_atomic_block else nullcontext()
     try:
         with guard:
-            _, (stored.id,) = record_file_event_with_change(Event.Type.FILE_CREATED, file, change)
+            (stored.id,) = record_file_event_with_change(Event.Type.FILE_CREATED, file, change)
     except IntegrityError as exc:
         if unlimited_only and _refused_column(exc.__cause__, "declared_type"):
             raise TenantLimited from exc
