@@ -219,19 +219,23 @@ def _insert_sql(
     if known is None:
         known = _insert_statements[shape] = _insert_statement(obj, db, expressions, returning)
     sql, valued = known
-    params = [field.get_db_prep_save(field.pre_save(obj, True), db) for field in valued]
+    params = []
+    for field, null_kept in valued:
+        value = field.pre_save(obj, True)
+        params.append(None if value is None and null_kept else field.get_db_prep_save(value, db))
     obj._state.adding, obj._state.db = False, db.alias
     return sql, params
 
 
-_insert_statements: dict[tuple[Any, ...], tuple[str, list[Field[Any, Any]]]] = {}
+_insert_statements: dict[tuple[Any, ...], tuple[str, list[tuple[Field[Any, Any], bool]]]] = {}
 
 
 def _insert_statement(
     obj: Model, db: BaseDatabaseWrapper, expressions: dict[str, str], returning: str | None
-) -> tuple[str, list[Field[Any, Any]]]:
+) -> tuple[str, list[tuple[Field[Any, Any], bool]]]:
     """The text of ``obj``'s INSERT, by Django's insert compiler, and the fields whose values
-    its placeholders take, in order."""
+    its placeholders take, in order, each with whether it prepares None as None (SQL NULL):
+    a pending upload leaves about half its columns None, whose preparation is then skipped."""
     returned = obj._meta.db_returning_fields
     fields = [
         field
@@ -251,7 +255,7 @@ def _insert_statement(
     sql = f"INSERT INTO {table} ({names}) VALUES ({placeholders})"
     if returning is not None:
         sql += f" RETURNING {db.ops.quote_name(returning)}"
-    return sql, valued
+    return sql, [(field, field.get_db_prep_save(None, db) is None) for field in valued]
 
 
 def _refused_column(error: BaseException | None, column: str) -> bool:
