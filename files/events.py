@@ -28,9 +28,9 @@ def record_file_event(type: Event.Type, file: File, **extra: Any) -> Event:
 
 def record_file_event_with_change(
     type: Event.Type, file: File, change: ChangeSql
-) -> tuple[Event, tuple[Any, ...]]:
+) -> tuple[Any, ...]:
     """record_file_event with the change in the same statement (webhooks'
-    event_record_with_change)."""
+    event_record_with_change); returns the values of ``change.returning``."""
     return event_record_with_change(
         tenant=Tenant.of(file), type=type, data=file_event_data(file), change=change
     )

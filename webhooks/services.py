@@ -8,7 +8,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from functools import lru_cache
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.core.cache import cache
@@ -83,6 +84,20 @@ SELECT ARRAY(SELECT id FROM deliveries){returning}
 
 # Made as new_id("dl") makes them (tests/webhooks compare the two).
 _DELIVERY_ID_SQL = new_id_sql("dl", "e.random_hex")
+
+
+@lru_cache(maxsize=64)
+def _record_sql(ctes: str, returning: tuple[str, ...]) -> str:
+    """The statement with a change's CTEs: its text depends only on the change's shape, of
+    which each caller has a few, so each is written once."""
+    return _RECORD_SQL.format(
+        delivery_id=_DELIVERY_ID_SQL,
+        change=ctes,
+        returning="".join(f", {expression}" for expression in returning),
+    )
+
+
+_RECORD_SQL_ALONE = _record_sql("", ())
 
 
 def enqueue(ids: Sequence[str], *, eta: datetime | None = None) -> None:
@@ -180,19 +195,38 @@ def event_record(
     """
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("events must be recorded inside the transaction of their change")
-    return _record(tenant=tenant, type=type, data=data, at=at, change=None)[0]
+    recorded, _ = _record(tenant=tenant, type=type, data=data, at=at, change=None)
+    event = Event(
+        id=recorded.id,
+        **tenant.owner(),
+        type=type,
+        data=recorded.payload,
+        created_at=recorded.created_at,
+    )
+    event._state.adding, event._state.db = False, recorded.db_alias
+    return event
 
 
 def event_record_with_change(
     *, tenant: Tenant, type: str, data: dict[str, Any], change: ChangeSql
-) -> tuple[Event, tuple[Any, ...]]:
+) -> tuple[Any, ...]:
     """As event_record, with the change itself in the same statement: a single
     statement is atomic on its own, so the change, its event and its deliveries commit (or
     vanish) together with no surrounding transaction, in one round trip instead of BEGIN,
     one per statement, and COMMIT. Inside an atomic block it is simply part of it.
 
-    Returns the event and the values of ``change.returning``."""
-    return _record(tenant=tenant, type=type, data=data, at=None, change=change)
+    Returns the values of ``change.returning``; no Event instance is built (a model
+    instance costs a noticeable share of an upload start), since its callers need none."""
+    return _record(tenant=tenant, type=type, data=data, at=None, change=change)[1]
+
+
+class _Recorded(NamedTuple):
+    """What an event row was written with."""
+
+    id: str
+    payload: dict[str, Any]
+    created_at: datetime
+    db_alias: str
 
 
 def _record(
@@ -202,31 +236,26 @@ def _record(
     data: dict[str, Any],
     at: datetime | None,
     change: ChangeSql | None,
-) -> tuple[Event, tuple[Any, ...]]:
+) -> tuple[_Recorded, tuple[Any, ...]]:
     project = tenant.project
     payload = {"projectId": project.id, "organizationId": project.organization_id, **data}
     now = timezone.now()
-    event = Event(id=new_id("evt"), **tenant.owner(), type=type, data=payload, created_at=at or now)
-    event._state.adding, event._state.db = False, connection.alias
-    sql = _RECORD_SQL.format(
-        delivery_id=_DELIVERY_ID_SQL,
-        change=change.ctes if change is not None else "",
-        returning="".join(f", {expression}" for expression in change.returning)
-        if change is not None
-        else "",
-    )
-    with connection.cursor() as cursor:
+    event_id, created_at = new_id("evt"), at or now
+    # Looked up once: every read through the ``connection`` proxy looks the connection up.
+    db = transaction.get_connection()
+    sql = _record_sql(change.ctes, change.returning) if change is not None else _RECORD_SQL_ALONE
+    with db.cursor() as cursor:
         cursor.execute(
             sql,
             [
                 *(change.params if change is not None else ()),
-                event.id,
+                event_id,
                 project.id,
                 tenant.mode,
                 type,
                 json.dumps(payload),
-                event.created_at,
-                event.id,
+                created_at,
+                event_id,
                 now,
                 project.id,
                 tenant.mode,
@@ -237,7 +266,7 @@ def _record(
     if ids:
         # Outside an atomic block (a change statement, committed by now) this runs at once.
         transaction.on_commit(lambda: enqueue(ids))
-    return event, tuple(returned)
+    return _Recorded(event_id, payload, created_at, db.alias), tuple(returned)
 
 
 @dataclass(frozen=True)

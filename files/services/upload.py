@@ -7,7 +7,8 @@ from datetime import datetime
 from typing import Any
 
 import psycopg
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Field, Model
 from django.db.models.sql import InsertQuery
 
@@ -164,9 +165,12 @@ def _upload_start_one_statement(
         )
         unlimited_params = [content_type, tenant.project_id, tenant.mode]
         checked = {"declared_type": "(SELECT declared_type FROM unlimited)"}
-    stored_sql, stored_params = _insert_sql(stored, expressions=checked, returning="id")
+    # The connection itself, looked up once: each attribute read through the ``connection``
+    # proxy looks it up again, and preparing the values reads a dozen.
+    db = transaction.get_connection()
+    stored_sql, stored_params = _insert_sql(stored, db, expressions=checked, returning="id")
     file_sql, file_params = _insert_sql(
-        file, expressions={"current_object_id": "(SELECT id FROM stored)"}
+        file, db, expressions={"current_object_id": "(SELECT id FROM stored)"}
     )
     change = ChangeSql(
         ctes=f"{unlimited}stored AS ({stored_sql}), file AS ({file_sql}), ",
@@ -175,10 +179,10 @@ def _upload_start_one_statement(
     )
     # Inside a transaction (a caller's, or a test's) a refused statement would abort it: a
     # savepoint keeps it usable. Outside one, the statement is its own transaction.
-    guard = transaction.atomic() if checked and connection.in_atomic_block else nullcontext()
+    guard = transaction.atomic() if checked and db.in_atomic_block else nullcontext()
     try:
         with guard:
-            _, (stored.id,) = record_file_event_with_change(Event.Type.FILE_CREATED, file, change)
+            (stored.id,) = record_file_event_with_change(Event.Type.FILE_CREATED, file, change)
     except IntegrityError as exc:
         if unlimited_only and _refused_column(exc.__cause__, "declared_type"):
             raise TenantLimited from exc
@@ -188,11 +192,15 @@ def _upload_start_one_statement(
 
 
 def _insert_sql(
-    obj: Model, *, expressions: dict[str, str] | None = None, returning: str | None = None
+    obj: Model,
+    db: BaseDatabaseWrapper,
+    *,
+    expressions: dict[str, str] | None = None,
+    returning: str | None = None,
 ) -> tuple[str, list[Any]]:
     """The ``INSERT`` of a new ``obj`` as the ORM's ``save()`` sends it (Django's insert
-    compiler: each field's ``pre_save`` and ``get_db_prep_save``), for sending as part of a
-    larger statement. ``expressions`` puts SQL in place of some attributes' values;
+    compiler: each field's ``pre_save`` and ``get_db_prep_save``), for sending on ``db`` as
+    part of a larger statement. ``expressions`` puts SQL in place of some attributes' values;
     ``returning`` names a column to return. The instance is marked saved: the caller must
     send it.
 
@@ -209,21 +217,25 @@ def _insert_sql(
     )
     known = _insert_statements.get(shape)
     if known is None:
-        known = _insert_statements[shape] = _insert_statement(obj, expressions, returning)
+        known = _insert_statements[shape] = _insert_statement(obj, db, expressions, returning)
     sql, valued = known
-    params = [field.get_db_prep_save(field.pre_save(obj, True), connection) for field in valued]
-    obj._state.adding, obj._state.db = False, connection.alias
+    params = []
+    for field, null_kept in valued:
+        value = field.pre_save(obj, True)
+        params.append(None if value is None and null_kept else field.get_db_prep_save(value, db))
+    obj._state.adding, obj._state.db = False, db.alias
     return sql, params
 
 
-_insert_statements: dict[tuple[Any, ...], tuple[str, list[Field[Any, Any]]]] = {}
+_insert_statements: dict[tuple[Any, ...], tuple[str, list[tuple[Field[Any, Any], bool]]]] = {}
 
 
 def _insert_statement(
-    obj: Model, expressions: dict[str, str], returning: str | None
-) -> tuple[str, list[Field[Any, Any]]]:
+    obj: Model, db: BaseDatabaseWrapper, expressions: dict[str, str], returning: str | None
+) -> tuple[str, list[tuple[Field[Any, Any], bool]]]:
     """The text of ``obj``'s INSERT, by Django's insert compiler, and the fields whose values
-    its placeholders take, in order."""
+    its placeholders take, in order, each with whether it prepares None as None (SQL NULL):
+    a pending upload leaves about half its columns None, whose preparation is then skipped."""
     returned = obj._meta.db_returning_fields
     fields = [
         field
@@ -233,17 +245,17 @@ def _insert_statement(
     valued = [field for field in fields if field.attname not in expressions]
     query = InsertQuery(type(obj))
     query.insert_values(valued, [obj])
-    [(compiled, _)] = query.get_compiler(connection=connection).as_sql()
+    [(compiled, _)] = query.get_compiler(connection=db).as_sql()
     # Every value of these models is a plain placeholder; anything else would need its own.
     if not compiled.endswith(f"VALUES ({', '.join(['%s'] * len(valued))})"):
         raise ValueError(f"unexpected placeholders in {compiled!r}")
-    table = connection.ops.quote_name(obj._meta.db_table)
-    names = ", ".join(connection.ops.quote_name(field.column) for field in fields)
+    table = db.ops.quote_name(obj._meta.db_table)
+    names = ", ".join(db.ops.quote_name(field.column) for field in fields)
     placeholders = ", ".join(expressions.get(field.attname, "%s") for field in fields)
     sql = f"INSERT INTO {table} ({names}) VALUES ({placeholders})"
     if returning is not None:
-        sql += f" RETURNING {connection.ops.quote_name(returning)}"
-    return sql, valued
+        sql += f" RETURNING {db.ops.quote_name(returning)}"
+    return sql, [(field, field.get_db_prep_save(None, db) is None) for field in valued]
 
 
 def _refused_column(error: BaseException | None, column: str) -> bool:
