@@ -21,6 +21,8 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from storage_service.env import env_int
+
 logger = logging.getLogger(__name__)
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
@@ -87,25 +89,16 @@ def _cpu_count() -> int:
     return len(os.sched_getaffinity(0)) or 1
 
 
-def _positive(name: str, default: int) -> int:
-    value = os.environ.get(name) or ""
-    if not value:
-        return default
-    if not value.isdigit() or int(value) < 1:
-        raise SystemExit(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
-
-
 def web_workers() -> int:
     """Worker processes: WEB_CONCURRENCY, else one per core (the GIL lets a process use one)."""
-    return _positive("WEB_CONCURRENCY", _cpu_count())
+    return env_int("WEB_CONCURRENCY", _cpu_count(), minimum=1)
 
 
 def web_threads() -> int:
     """Threads per worker: WEB_THREADS, else 2, so a request waiting on PostgreSQL or Redis
     leaves the core to another. 2 processes x 2 threads on 2 cores was measured against 4 x 2,
     4 x 1 and 2 x 4 (docs/performance.md)."""
-    return _positive("WEB_THREADS", 2)
+    return env_int("WEB_THREADS", 2, minimum=1)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
