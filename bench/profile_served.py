@@ -102,6 +102,13 @@ def main() -> int:
     return 0
 
 
+def names(frame: str, root: str) -> bool:
+    """Whether py-spy's frame ``qualname (file:line)`` is ``root``, by its name or qualname's tail
+    (granian's ``_runner`` is ``_callback_wrapper.<locals>._runner``)."""
+    name = frame.split(" (", 1)[0]
+    return name.startswith(root) or name.rpartition(".")[2].startswith(root)
+
+
 def tree(files: list[Path], root: str, depth: int, min_share: float) -> list[str]:
     """py-spy's collapsed stacks (``frame;frame;... count``) as an indented tree of shares."""
     total = 0
@@ -112,7 +119,7 @@ def tree(files: list[Path], root: str, depth: int, min_share: float) -> list[str
             samples = int(count)
             total += samples
             frames = stack.split(";")
-            starts = [i for i, frame in enumerate(frames) if frame.startswith(root)]
+            starts = [i for i, frame in enumerate(frames) if names(frame, root)]
             if not starts:
                 continue
             below = tuple(frames[starts[0] : starts[0] + depth + 1])
