@@ -18,6 +18,9 @@ from rest_framework.request import Request
 from storage_service.errors import ValidationError
 
 HEADER = "Idempotency-Key"
+# The header's WSGI environ name: read there directly, since request.headers builds a mapping
+# of every header to look up this one.
+_META_NAME = "HTTP_IDEMPOTENCY_KEY"
 PATTERN = "^[!-~]{1,255}$"  # 1 to 255 printable ASCII characters
 _KEY = re.compile(PATTERN)
 
@@ -41,7 +44,7 @@ IDEMPOTENT_REPLAYED = OpenApiParameter(
 
 def idempotency_key(request: Request) -> str | None:
     """The request's key: 1 to 255 printable ASCII characters, else 400 VALIDATION_ERROR."""
-    key = request.headers.get(HEADER)
+    key = request.META.get(_META_NAME)
     if key is not None and not _KEY.match(key):
         raise ValidationError(
             f"{HEADER} must be 1 to 255 printable ASCII characters.",
