@@ -92,6 +92,11 @@ class StrictJSONParser(JSONParser):
             raise ParseError(f"JSON parse error - {exc}") from exc
         if depth(data) > limit:
             raise ParseError(f"The body nests arrays and objects more than {limit} deep.")
+        # A lone surrogate or a NUL can only come from a \u escape: the UTF-8 decoding
+        # refuses surrogates and the parser refuses raw control characters. A body with no
+        # backslash before a "u" (most of them) needs no second look.
+        if "\\u" not in raw:
+            return data
         encoded = json.dumps(data, ensure_ascii=False)
         try:
             encoded.encode("utf-8")
