@@ -1,5 +1,6 @@
-"""How the API is served: granian runs the WSGI application, and a request that outlives
-``API_TIMEOUT_SECONDS`` ends its worker process.
+"""How the API is served: granian runs the WSGI application, a request that outlives
+``API_TIMEOUT_SECONDS`` ends its worker process, and no request sees the server's
+environment variables.
 
 Every start of the API (`make run`, `make cluster`, the benches, the suite's servers, the
 Procfile and the systemd unit) is ``python -m storage_service.serving --bind HOST:PORT``, so
@@ -82,6 +83,34 @@ class RequestTimeout:
                     os.getpid(),
                 )
                 os.kill(os.getpid(), signal.SIGKILL)
+
+
+class WithoutServerEnvironment:
+    """Hands the application each request's environ without the server process's environment
+    variables. granian, like wsgiref, starts every request's environ from a copy of
+    ``os.environ``: ``request.META`` would hold the server's secrets (``DATABASE_URL``, keys),
+    which Django's error reports print, and a variable named ``HTTP_*`` would read as a
+    request header the client never sent.
+
+    A key the request itself set (its headers, the CGI variables) replaced the copy's value
+    and stays; a key still holding the environment's value is dropped. (So would a header
+    whose value is exactly that of a server variable named like it, which the server's
+    environment has no reason to hold.)"""
+
+    def __init__(self, application: WsgiApp) -> None:
+        self.application = application
+        self._inherited: dict[str, str] | None = None
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        inherited = self._inherited
+        if inherited is None:
+            # Read at the first request, in the worker: the server copies the environment as
+            # it is once the application has loaded (settings may have set variables).
+            inherited = self._inherited = dict(os.environ)
+        for name, value in inherited.items():
+            if environ.get(name) == value:
+                del environ[name]
+        return self.application(environ, start_response)
 
 
 def _cpu_count() -> int:
