@@ -23,11 +23,11 @@ def test_a_variable_named_like_a_header_is_not_a_header_the_client_sent(
 ) -> None:
     actor = make_actor("server-environment", environment="test")
     other = make_actor("server-environment-other", environment="test")
-    env = {
-        "HTTP_AUTHORIZATION": f"Bearer {other.key.raw_key}",
-        "HTTP_X_REQUEST_ID": "from-the-server-environment",
-    }
-    with serve_api(**env) as base:
+    with serve_api(
+        workers=1,
+        HTTP_AUTHORIZATION=f"Bearer {other.key.raw_key}",
+        HTTP_X_REQUEST_ID="from-the-server-environment",
+    ) as base:
         anonymous = requests.get(f"{base}/v1/files", timeout=30)
         assert anonymous.status_code == 401
         assert anonymous.json()["error"]["code"] == "UNAUTHENTICATED"
