@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.core.signals import request_started
 from django.db.backends.signals import connection_created
 
 
@@ -13,3 +14,7 @@ class StorageServiceConfig(AppConfig):
         from storage_service.dbtypes import use_compiled_timestamptz
 
         connection_created.connect(use_compiled_timestamptz, dispatch_uid="compiled-timestamptz")
+        from storage_service.dbhealth import check_idle_connections
+
+        # After Django's own receiver, connected when django.db was imported.
+        request_started.connect(check_idle_connections, dispatch_uid="check-idle-connections")

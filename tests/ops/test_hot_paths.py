@@ -12,6 +12,7 @@ from typing import Any
 import psycopg
 import psycopg.types.json
 import pytest
+import requests
 from django.contrib.auth.models import User
 from django.db import IntegrityError, connection, transaction
 from django.test import Client, override_settings
@@ -22,9 +23,11 @@ from accounts.services import api_key_revoke, project_create
 from accounts.tenancy import Tenant
 from files.models import File, StoredObject
 from files.services.upload import file_upload_start
+from storage_service.dbhealth import check_idle_connections
 from storage_service.ids import new_id
 from tests.factories import Actor
 from tests.helpers import error_code, start_upload
+from tests.servers import serve_api
 from tests.subprocesses import database_url
 from webhooks.models import Delivery, Event
 from webhooks.services import endpoint_create, event_record
@@ -119,8 +122,7 @@ def test_a_connection_postgresql_closed_is_not_reused() -> None:
     assert connection.connection is not None
     assert connection.is_usable()
     pid = connection.connection.info.backend_pid
-    with psycopg.connect(database_url(), autocommit=True) as admin:
-        admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    _terminate(pid)
     deadline = time.monotonic() + 5
     while connection.is_usable():
         assert time.monotonic() < deadline, "the closed connection still looks usable"
@@ -133,6 +135,65 @@ def test_a_connection_postgresql_closed_is_not_reused() -> None:
     with connection.cursor() as cursor:
         cursor.execute("SELECT 1")
         assert cursor.fetchone() == (1,)
+
+
+def _terminate(pid: int) -> None:
+    with psycopg.connect(database_url(), autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_request_finds_a_connection_postgresql_closed_by_its_socket() -> None:
+    """At a request's start the idle connection's socket says whether PostgreSQL may have
+    closed it (storage_service/dbhealth.py): a quiet one is reused with no SELECT 1; on one
+    PostgreSQL closed, Django's own check runs, and the first query opens a new connection."""
+    connection.ensure_connection()
+    assert connection.connection is not None
+    pid = connection.connection.info.backend_pid
+    check_idle_connections()  # request_started's receiver (the test client reorders them)
+    assert connection.health_check_done  # type: ignore[attr-defined]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        assert cursor.fetchone() == (pid,)  # kept, not reconnected
+
+    _terminate(pid)
+    deadline = time.monotonic() + 5
+    while True:  # PostgreSQL's goodbye may take a moment
+        connection.health_check_done = False  # type: ignore[attr-defined]  # a new request
+        check_idle_connections()
+        if not connection.health_check_done:  # type: ignore[attr-defined]
+            break
+        assert time.monotonic() < deadline, "the closed connection looked quiet"
+        time.sleep(0.05)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        (new_pid,) = cursor.fetchone()
+    assert new_pid != pid
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_served_request_after_postgresql_closed_its_connection_is_answered(
+    owner: Actor,
+) -> None:
+    """A restart or a failover closes every connection the API holds: the next request on each
+    is still answered, not failed."""
+    file_id = start_upload(owner)["file"]["id"]
+    headers = {"Authorization": f"Bearer {owner.key.raw_key}"}
+    backends = "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+    with psycopg.connect(database_url(), autocommit=True) as admin:
+        before = {pid for (pid,) in admin.execute(backends)}
+        with serve_api(workers=1, WEB_THREADS="1") as base:
+            assert requests.get(f"{base}/v1/files/{file_id}", headers=headers, timeout=30).ok
+            # Only the server's: this process's connections are the test's own.
+            served = {pid for (pid,) in admin.execute(backends)} - before - {admin.info.backend_pid}
+            assert served
+            for pid in served:
+                admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+            time.sleep(0.2)
+            for _ in range(3):
+                again = requests.get(f"{base}/v1/files/{file_id}", headers=headers, timeout=30)
+                assert again.status_code == 200, again.text
+                assert again.json()["data"]["id"] == file_id
 
 
 @pytest.mark.django_db(transaction=True)
