@@ -216,6 +216,10 @@ def values_page(queryset: QuerySet[Any], fields: tuple[str, ...], count: int) ->
     part of the key, its parameters are bound) and the rest is the ORM's own statement,
     compiled the first time the shape is seen; what does not fit is compiled each time.
     """
+
+    def orm_page() -> QuerySet[Any]:  # the page as the ORM builds it, for what is not cached
+        return queryset.values_list(*fields, named=True)[:count]
+
     query = queryset.query
     connection = connections[queryset.db]
     where: str | None = None
@@ -226,7 +230,7 @@ def values_page(queryset: QuerySet[Any], fields: tuple[str, ...], count: int) ->
         except (EmptyResultSet, FullResultSet):
             where = None
     if where is None:
-        return list(queryset.values_list(*fields, named=True)[:count])
+        return list(orm_page())
     key = (
         connection.alias,
         query.model,
@@ -240,12 +244,11 @@ def values_page(queryset: QuerySet[Any], fields: tuple[str, ...], count: int) ->
     if key in _STATEMENTS:
         statement = _STATEMENTS[key]
     else:
-        page = queryset.values_list(*fields, named=True)[:count]
-        statement = _compiled(page.query, connection, where, params, fields)
+        statement = _compiled(orm_page().query, connection, where, params, fields)
         if len(_STATEMENTS) < _STATEMENTS_MAX:
             _STATEMENTS[key] = statement
     if statement is None:
-        return list(queryset.values_list(*fields, named=True)[:count])
+        return list(orm_page())
     with connection.cursor() as cursor:
         cursor.execute(statement.sql, params)
         rows = cursor.fetchall()
