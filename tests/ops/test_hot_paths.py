@@ -188,7 +188,7 @@ def test_a_served_request_after_postgresql_closed_its_connection_is_answered(
             served = {pid for (pid,) in admin.execute(backends)} - before - {admin.info.backend_pid}
             assert served
             for pid in served:
-                admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+                _terminate(pid)
             time.sleep(0.2)
             for _ in range(3):
                 again = requests.get(f"{base}/v1/files/{file_id}", headers=headers, timeout=30)
