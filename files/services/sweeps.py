@@ -16,10 +16,7 @@ from accounts.tenancy import Tenant
 from files import hooks
 from files.events import record_file_event
 from files.models import File, FileVersion, IdempotencyRecord, StoredObject
-from files.services.common import (
-    Status,
-    discard,
-)
+from files.services.common import Status, discard, drop_replacement
 from files.services.transitions import Selection, delete_files
 from storage_service import objectstore
 from storage_service.timefmt import iso
@@ -163,8 +160,7 @@ def files_expire_pending(*, now: datetime | None = None) -> int:
             .filter(replacement_object__upload_expires_at__lt=cutoff)[:1000]
         )
         for file in stale_replacements:
-            discard(file.replacement_object)
-            file.replacement_object = None
+            drop_replacement(file)
             file.save(update_fields=["replacement_object", "updated_at"])
     # Idempotency keys are remembered for a day; older records only take space.
     IdempotencyRecord.objects.filter(

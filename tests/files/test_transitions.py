@@ -14,10 +14,10 @@ import pytest
 from django.utils import timezone
 
 from files.models import File, StoredObject
-from files.services import files_expire_due
+from files.services import files_expire_due, files_expire_pending
 from storage_service.timefmt import iso_required
 from tests.factories import Actor
-from tests.helpers import error_code, uploaded_file
+from tests.helpers import error_code, put_to, uploaded_file
 from tests.jobs.seeding import job_of, run_job
 from webhooks.models import Event
 
@@ -269,3 +269,43 @@ def test_every_move_path_moves_alike(owner: Actor, path: str) -> None:
     assert set(moved) == expected
     assert (moved["path"], moved["previousPath"]) == ("to/there", "from/here")
     assert moved.get("jobId") == job_id
+
+
+# --- Dropping a pending replacement ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", ["refused", "expired", "restarted", "deleted"])
+def test_every_path_that_drops_a_pending_replacement_drops_it_alike(
+    owner: Actor, path: str
+) -> None:
+    file = uploaded_file(owner)
+    started = owner.post(f"/v1/files/{file['id']}/replace", {"contentType": "image/png", "size": 3})
+    assert started.status_code == 200, started.json()
+    replacement = File.objects.get(id=file["id"]).replacement_object
+    assert replacement is not None
+
+    if path == "refused":  # the stored bytes are not the declared size: the complete refuses
+        assert put_to(started.json()["upload"], b"abc").status_code == 200
+        StoredObject.objects.filter(id=replacement.id).update(declared_size=99)
+        refused = owner.post(f"/v1/files/{file['id']}/replace/complete")
+        assert refused.status_code == 409, refused.json()
+        assert error_code(refused) == "UPLOAD_SIZE_MISMATCH"
+    else:
+        StoredObject.objects.filter(id=replacement.id).update(
+            upload_expires_at=timezone.now() - timedelta(days=2)
+        )
+        if path == "expired":
+            files_expire_pending()
+        elif path == "restarted":
+            again = owner.post(
+                f"/v1/files/{file['id']}/replace", {"contentType": "image/png", "size": 3}
+            )
+            assert again.status_code == 200, again.json()
+        else:
+            assert owner.delete(f"/v1/files/{file['id']}").status_code == 200
+
+    replacement.refresh_from_db()
+    assert replacement.state == StoredObject.State.DISCARDED
+    current = File.objects.get(id=file["id"])
+    assert current.replacement_object_id != replacement.id
+    assert current.version == 1 and current.current_object_id != replacement.id
