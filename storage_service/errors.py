@@ -10,9 +10,16 @@ from __future__ import annotations
 import logging
 from typing import Any, NotRequired, TypedDict
 
-from django.core.exceptions import PermissionDenied, RequestDataTooBig
+from django.conf import settings
+from django.core.exceptions import (
+    PermissionDenied,
+    RequestDataTooBig,
+    TooManyFieldsSent,
+    TooManyFilesSent,
+)
 from django.db import DatabaseError, InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http.multipartparser import MultiPartParserError
 from rest_framework import exceptions as drf_exceptions
 from rest_framework.response import Response
 
@@ -306,8 +313,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
             return response
     if isinstance(exc, drf_exceptions.APIException):
         return Response(error_body("ERROR", str(exc.detail)), status=exc.status_code)
-    if isinstance(exc, RequestDataTooBig):
-        return Response(body_too_large().body(), status=413)
+    if isinstance(exc, REQUEST_LIMIT_ERRORS):
+        refusal = request_limit_refusal(exc)
+        return Response(refusal.body(), status=refusal.status)
     if isinstance(exc, DatabaseError) and is_unavailable(exc):
         # PostgreSQL unreachable (restarting, failing over, network, out of connections) or
         # a transaction that lost a race: it was rolled back, so the client may simply retry.
@@ -389,11 +397,50 @@ def internal_error_body(request_id: str) -> ErrorJson:
 
 
 def body_too_large() -> PayloadTooLarge:
-    from django.conf import settings
-
     limit = settings.SERVICE_MAX_REQUEST_BODY_BYTES
     return PayloadTooLarge(
         f"The request body is larger than {limit} bytes.", details={"maxBytes": limit}
+    )
+
+
+# --- Django's limits on what it parses ---------------------------------------------------
+
+# What Django raises when it reads a query string or a form body past one of its limits, or
+# a multipart body it cannot split (a bad boundary, a part's headers over 1,024 bytes).
+REQUEST_LIMIT_ERRORS = (
+    TooManyFieldsSent,
+    TooManyFilesSent,
+    RequestDataTooBig,
+    MultiPartParserError,
+)
+
+
+def request_limit_refusal(exc: Exception, part: str | None = None) -> ApiError:
+    """One of REQUEST_LIMIT_ERRORS as the error the client sees, naming the limit: 413
+    ``PAYLOAD_TOO_LARGE`` for a body over the cap (as the middleware answers before reading
+    it), else 400 ``VALIDATION_ERROR``. ``part``: ``query`` or ``body`` when known, the key
+    of ``details``."""
+    if isinstance(exc, RequestDataTooBig):
+        return body_too_large()
+    if isinstance(exc, TooManyFieldsSent):
+        limit = settings.DATA_UPLOAD_MAX_NUMBER_FIELDS
+        where = {"query": "The query string has", "body": "The form body has"}.get(
+            part or "", "The query string or the form body has"
+        )
+        return ValidationError(
+            f"{where} more than {limit} parameters (DATA_UPLOAD_MAX_NUMBER_FIELDS).",
+            details={part or "request": [f"At most {limit} parameters."]},
+        )
+    if isinstance(exc, TooManyFilesSent):
+        limit = settings.DATA_UPLOAD_MAX_NUMBER_FILES
+        return ValidationError(
+            f"The form body has more than {limit} files (DATA_UPLOAD_MAX_NUMBER_FILES).",
+            details={"body": [f"At most {limit} files."]},
+        )
+    return ValidationError(
+        "The multipart body cannot be read: it needs a boundary (printable ASCII, at most 201"
+        " characters) and each part's headers at most 1,024 bytes.",
+        details={"body": [str(exc)]},
     )
 
 
@@ -405,6 +452,9 @@ def json_error(request: HttpRequest, status: int, code: str, message: str) -> Ht
 
 
 def handler400(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    if isinstance(exception, REQUEST_LIMIT_ERRORS):
+        refusal = request_limit_refusal(exception)
+        return JsonResponse(refusal.body(), status=refusal.status)
     return json_error(request, 400, "VALIDATION_ERROR", "Bad request.")
 
 

@@ -10,10 +10,17 @@ from collections.abc import Callable
 from urllib.parse import unquote_to_bytes
 
 from django.conf import settings
+from django.core.exceptions import TooManyFieldsSent
 from django.core.handlers.wsgi import LimitedStream
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from storage_service.errors import ErrorJson, body_too_large, error_body
+from storage_service.errors import (
+    REQUEST_LIMIT_ERRORS,
+    ErrorJson,
+    body_too_large,
+    error_body,
+    request_limit_refusal,
+)
 
 _SAFE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 
@@ -47,7 +54,18 @@ class RequestLimitsMiddleware:
     becomes the request's body with its real length. Django itself would read nothing of such
     a body (its stream is limited to ``CONTENT_LENGTH``, absent here), so without this a
     chunked JSON request would look empty.
+
+    Then the query string is parsed here first, and so is a form body outside the API (the
+    API's views read JSON only and answer a form 415; Django's own views, the admin and CSRF's
+    check, read forms): a request past one of Django's limits on them (more than
+    ``DATA_UPLOAD_MAX_NUMBER_FIELDS`` parameters or ``DATA_UPLOAD_MAX_NUMBER_FILES`` files, a
+    multipart body that cannot be split) is one 400 ``VALIDATION_ERROR`` naming the limit,
+    whichever view, filter or middleware would have read it first. Django keeps what it
+    parsed, so nothing is parsed twice.
     """
+
+    _FORMS = frozenset({"multipart/form-data", "application/x-www-form-urlencoded"})
+    _API = "/v1/"
 
     _PIECE = 64 * 1024
 
@@ -88,6 +106,21 @@ class RequestLimitsMiddleware:
                         return _too_large()
                 request.META["CONTENT_LENGTH"] = str(len(body))
                 request._stream = LimitedStream(io.BytesIO(bytes(body)), len(body))  # type: ignore[assignment]
+        # Reading request.GET and request.POST is what makes Django parse them (once).
+        try:
+            request.GET.keys()
+        except TooManyFieldsSent as exc:
+            return _refused(400, request_limit_refusal(exc, "query").body())
+        if (
+            request.method == "POST"
+            and request.content_type in self._FORMS
+            and not request.path.startswith(self._API)
+        ):
+            try:
+                request.POST.keys()
+            except REQUEST_LIMIT_ERRORS as exc:
+                refusal = request_limit_refusal(exc, "body")
+                return _refused(refusal.status, refusal.body())
         return self.get_response(request)
 
 

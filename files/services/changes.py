@@ -16,6 +16,7 @@ from files.services.common import (
     lock_file,
     read_file,
 )
+from files.services.transitions import Selection, move_files
 from storage_service import objectstore
 from storage_service.errors import (
     FileNotUploaded,
@@ -29,30 +30,35 @@ from webhooks.models import Event
 def file_update(*, tenant: Tenant, file_id: str, changes: dict[str, Any]) -> File:
     """Rename, move, replace metadata and/or set or clear the expiry (``expires_at``); one
     event per kind of change that happened (an expiry change has none: ``file.expired``
-    tells when it takes effect)."""
+    tells when it takes effect), in that order: renamed, moved, metadata updated. A move is
+    the transition a folder move makes (files/services/transitions.py)."""
     with transaction.atomic():
         file = lock_file(tenant, file_id)
-        previous_filename, previous_path = file.filename, file.path
+        previous_filename = file.filename
         changed: list[str] = []
         if "filename" in changes and changes["filename"] != file.filename:
             file.filename = changes["filename"]
             changed.append("filename")
-        if "path" in changes and changes["path"] != file.path:
-            file.path = changes["path"]
-            changed.append("path")
         if "metadata" in changes and changes["metadata"] != file.metadata:
             file.metadata = changes["metadata"]
             changed.append("metadata")
         if "expires_at" in changes and changes["expires_at"] != file.expires_at:
             file.expires_at = changes["expires_at"]
             changed.append("expires_at")
-        if not changed:
+        moved = "path" in changes and changes["path"] != file.path
+        if not changed and not moved:
             return file
-        file.save(update_fields=[*changed, "updated_at"])
+        if changed:
+            file.save(update_fields=[*changed, "updated_at"])
+        if moved:
+            # Every event of this change shows the file as it ends, the new path included.
+            file.path = changes["path"]
         if "filename" in changed:
             record_file_event(Event.Type.FILE_RENAMED, file, previousFilename=previous_filename)
-        if "path" in changed:
-            record_file_event(Event.Type.FILE_MOVED, file, previousPath=previous_path)
+        if moved:
+            rows = Selection("f.id = %s", [file.id])
+            move_files(tenant=tenant, rows=rows, new_path=("%s::text", [file.path]))
+            file.refresh_from_db(fields=["path", "updated_at"])
         if "metadata" in changed:
             record_file_event(Event.Type.FILE_METADATA_UPDATED, file, metadata=file.metadata)
         return file

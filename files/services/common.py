@@ -115,6 +115,14 @@ def discard(stored: StoredObject | None) -> None:
         stored.save(update_fields=["state"])
 
 
+def drop_replacement(file: File) -> None:
+    """Forget the file's pending replacement (its upload expired, or its bytes were refused)
+    and hand its object to the purge sweep; the caller saves ``replacement_object``. A delete
+    drops it in its own statement (files/services/transitions.py's delete_files)."""
+    discard(file.replacement_object)
+    file.replacement_object = None
+
+
 def checksum_of(info: objectstore.ObjectInfo) -> str:
     if info.sha256:
         try:

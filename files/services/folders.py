@@ -5,31 +5,35 @@ Paths are logical and storage keys never change, so no byte moves: each operatio
 checked at once (the folder exists, the resulting paths fit, the tenant's running-jobs cap),
 then records the job and hands it to the workers.
 
-Each operation is also a batch here: one SQL statement that takes the next files in creation
-order (``created_at``, then id) after the job's cursor, locks them, changes them exactly as the
-single-file endpoint would (``PATCH`` of the path, ``DELETE``, ``…/restore``) and writes each
-one's event, with the job's id, through webhooks' outbox (``events_record_rows``).
+Each batch of an operation takes the next files in creation order (``created_at``, then id)
+after the job's cursor, and changes them with the very transition the single-file endpoint
+makes (files/services/transitions.py: ``PATCH`` of the path, ``DELETE``, ``…/restore``), in
+one SQL statement with each one's event, which carries the job's id.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.utils import timezone
 
 from accounts.tenancy import Tenant
 from files.models import Job
+from files.services.transitions import (
+    NOT_DELETED,
+    RESTORABLE,
+    Changed,
+    Selection,
+    delete_files,
+    move_files,
+    restore_files,
+)
 from files.validation import MAX_PATH_BYTES
 from storage_service.celery import app
 from storage_service.errors import FolderNotFound, RateLimited, ValidationError
-from storage_service.timefmt import iso
 from webhooks.models import Event
-from webhooks.services import ChangeSql, events_record_rows
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +55,13 @@ def like_below(path: str) -> str:
     """The LIKE pattern of every path strictly below ``path`` (``path/…``)."""
     escaped = path.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return escaped + "/%"
+
+
+_IN_FOLDER = "(f.path = %s OR f.path LIKE %s)"
+# A folder's files that a move or delete takes, and those a restore takes (params: the
+# tenant's project and mode, the path and like_below(path)).
+_NOT_DELETED = f"f.project_id = %s AND f.mode = %s AND {NOT_DELETED} AND {_IN_FOLDER}"
+_RESTORABLE = f"f.project_id = %s AND f.mode = %s AND {RESTORABLE} AND {_IN_FOLDER}"
 
 
 # --- Starting an operation -----------------------------------------------------------------
@@ -122,9 +133,8 @@ def _longest_path(tenant: Tenant, path: str) -> tuple[int, int] | None:
     None when there are none. Served by file_path_prefix."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT max(char_length(path)), max(octet_length(path)) FROM files_file"
-            " WHERE project_id = %s AND mode = %s AND status <> 'deleted'"
-            " AND (path = %s OR path LIKE %s)",
+            "SELECT max(char_length(f.path)), max(octet_length(f.path)) FROM files_file AS f"
+            f" WHERE {_NOT_DELETED}",
             [tenant.project_id, tenant.mode, path, like_below(path)],
         )
         chars, octets = cursor.fetchone()
@@ -157,44 +167,28 @@ def _create_job(tenant: Tenant, type: Job.Type, params: dict[str, Any]) -> Job:
 
 # --- One batch of an operation -------------------------------------------------------------
 
-# The columns every file event's data is built from (files/events.py's file_event_data).
-_CHANGED = "f.id, f.filename, f.path, f.content_type, f.size, f.version, f.status"
-_FILE_DATA = (
-    "jsonb_build_object('fileId', r.id, 'filename', r.filename, 'path', r.path,"
-    " 'contentType', r.content_type, 'size', r.size, 'version', r.version,"
-    " 'status', r.status, 'jobId', %s::text)"
-)
-_IN_FOLDER = "(f.path = %s OR f.path LIKE %s)"
-_NOT_DELETED = f"f.project_id = %s AND f.mode = %s AND f.status <> 'deleted' AND {_IN_FOLDER}"
-# Deleted files whose bytes are still there (file_restore's _check_restorable).
-_RESTORABLE = (
-    "f.project_id = %s AND f.mode = %s AND f.status = 'deleted' AND f.purged_at IS NULL"
-    " AND o.state <> 'purged' AND (f.path = %s OR f.path LIKE %s)"
-)
-
-
-@dataclass(frozen=True)
-class Batch:
-    count: int  # files changed
-    last_id: str | None  # the last file changed, in the batches' order (the job's next cursor)
-
-
 # A batch walks the tenant's files in creation order, (created_at, id), after the file the job's
 # cursor names: the tenant's own list index (file_list_created, or file_list_status for the
 # trash) serves that order backwards, so a job reads its tenant's rows only, never the rows
 # of every tenant that an order by id alone would walk through.
 _ORDER = "ORDER BY f.created_at, f.id"
-_LAST = "(SELECT id FROM batch ORDER BY created_at DESC, id DESC LIMIT 1)"
 
 
-def _after(after: str) -> tuple[str, list[Any]]:
-    """The condition "after the cursor's file" and its params; none at the start."""
-    if not after:
-        return "", []
-    return (
-        "AND (f.created_at, f.id) > (SELECT created_at, id FROM files_file WHERE id = %s)",
-        [after],
-    )
+def _next_in_folder(
+    path: str, after: str, size: int, *, where: str = "", params: Any = ()
+) -> Selection:
+    """The next ``size`` files at or below ``path`` after the cursor's file (none: from the
+    start), with the extra condition ``where``."""
+    condition, condition_params = _IN_FOLDER, [path, like_below(path)]
+    if after:
+        condition += (
+            " AND (f.created_at, f.id) > (SELECT created_at, id FROM files_file WHERE id = %s)"
+        )
+        condition_params.append(after)
+    if where:
+        condition += f" AND {where}"
+        condition_params.extend(params)
+    return Selection(condition, condition_params, order=_ORDER, limit=size)
 
 
 def _moved_path_sql(target: str | None) -> tuple[str, list[Any]]:
@@ -205,160 +199,45 @@ def _moved_path_sql(target: str | None) -> tuple[str, list[Any]]:
     return "CASE WHEN path = %s THEN %s ELSE %s || substr(path, %s) END", [target, target]
 
 
-def move_batch(job: Job, tenant: Tenant, *, after: str, size: int) -> Batch:
+def move_batch(job: Job, tenant: Tenant, *, after: str, size: int) -> Changed:
     """Move the next ``size`` files after ``after`` whose new path fits the limits."""
     source, target = job.params["from"], job.params["to"]
     expression, target_params = _moved_path_sql(target)
     # substr's start: the character after "source" (to keep "/rest"), or after "source/".
     start = len(source) + (2 if target is None else 1)
     new_path_params = [source, *target_params, start]
-    after_sql, after_params = _after(after)
-    change = ChangeSql(
-        ctes=f"""batch AS (
-            SELECT f.id, f.created_at, f.path AS previous_path, {expression} AS new_path
-            FROM files_file AS f
-            WHERE {_NOT_DELETED} {after_sql}
-              AND coalesce(char_length({expression}), 0) <= %s
-              AND coalesce(octet_length({expression}), 0) <= %s
-            {_ORDER} LIMIT %s
-            FOR UPDATE
-        ), changed AS (
-            UPDATE files_file AS f SET path = batch.new_path, updated_at = %s
-            FROM batch WHERE f.id = batch.id
-            RETURNING {_CHANGED}, batch.previous_path
-        ), """,
-        params=[
-            *new_path_params,
-            tenant.project_id,
-            tenant.mode,
-            source,
-            like_below(source),
-            *after_params,
-            *new_path_params,
-            settings.SERVICE_MAX_PATH_LENGTH,
-            *new_path_params,
-            MAX_PATH_BYTES,
-            size,
-            timezone.now(),
-        ],
-        returning=(_LAST,),
+    fits = (
+        f"coalesce(char_length({expression}), 0) <= %s"
+        f" AND coalesce(octet_length({expression}), 0) <= %s"
     )
-    return _record(
-        tenant,
-        Event.Type.FILE_MOVED,
-        change,
-        extra="jsonb_build_object('previousPath', r.previous_path)",
-        extra_params=[],
-        job=job,
-    )
-
-
-def delete_batch(job: Job, tenant: Tenant, *, after: str, size: int) -> Batch:
-    """Soft-delete the next ``size`` files after ``after``, as file_delete does: the status
-    before is kept for restore, and a pending replacement is handed to the purge sweep."""
-    path = job.params["path"]
-    now = timezone.now()
-    purge_after = now + timedelta(days=settings.SERVICE_DELETE_GRACE_DAYS)
-    after_sql, after_params = _after(after)
-    change = ChangeSql(
-        ctes=f"""batch AS (
-            SELECT f.id, f.created_at, f.status AS status_before, f.replacement_object_id
-            FROM files_file AS f
-            WHERE {_NOT_DELETED} {after_sql}
-            {_ORDER} LIMIT %s
-            FOR UPDATE
-        ), discarded AS (
-            UPDATE files_storedobject SET state = 'discarded'
-            WHERE id IN (SELECT replacement_object_id FROM batch)
-              AND state IN ('pending', 'live')
-        ), changed AS (
-            UPDATE files_file AS f SET status = 'deleted', status_before_delete =
-                batch.status_before, deleted_at = %s, replacement_object_id = NULL,
-                updated_at = %s
-            FROM batch WHERE f.id = batch.id
-            RETURNING {_CHANGED}
-        ), """,
-        params=[
-            tenant.project_id,
-            tenant.mode,
-            path,
-            like_below(path),
-            *after_params,
-            size,
-            now,
-            now,
-        ],
-        returning=(_LAST,),
-    )
-    return _record(
-        tenant,
-        Event.Type.FILE_DELETED,
-        change,
-        extra="jsonb_build_object('deletedAt', %s::text, 'purgeAfter', %s::text)",
-        extra_params=[iso(now), iso(purge_after)],
-        job=job,
-    )
-
-
-def restore_batch(job: Job, tenant: Tenant, *, after: str, size: int) -> Batch:
-    """Restore the next ``size`` restorable files after ``after``, as file_restore does (the
-    status before the delete comes back). The stored object's state is the database's: the
-    purge sweep marks what it removes, so no store call is made per file."""
-    path = job.params["path"]
-    after_sql, after_params = _after(after)
-    change = ChangeSql(
-        ctes=f"""batch AS (
-            SELECT f.id, f.created_at, f.status_before_delete FROM files_file AS f
-            JOIN files_storedobject AS o ON o.id = f.current_object_id
-            WHERE {_RESTORABLE} {after_sql}
-            {_ORDER} LIMIT %s
-            FOR UPDATE OF f
-        ), changed AS (
-            UPDATE files_file AS f
-            SET status = coalesce(nullif(batch.status_before_delete, ''), 'uploaded'),
-                deleted_at = NULL, status_before_delete = '', updated_at = %s
-            FROM batch WHERE f.id = batch.id
-            RETURNING {_CHANGED}
-        ), """,
-        params=[
-            tenant.project_id,
-            tenant.mode,
-            path,
-            like_below(path),
-            *after_params,
-            size,
-            timezone.now(),
-        ],
-        returning=(_LAST,),
-    )
-    return _record(
-        tenant,
-        Event.Type.FILE_RESTORED,
-        change,
-        extra="'{}'::jsonb",
-        extra_params=[],
-        job=job,
-    )
-
-
-def _record(
-    tenant: Tenant,
-    type: Event.Type,
-    change: ChangeSql,
-    *,
-    extra: str,
-    extra_params: list[Any],
-    job: Job,
-) -> Batch:
-    count, (last_id,) = events_record_rows(
+    fits_params = [
+        *new_path_params,
+        settings.SERVICE_MAX_PATH_LENGTH,
+        *new_path_params,
+        MAX_PATH_BYTES,
+    ]
+    return move_files(
         tenant=tenant,
-        type=type,
-        change=change,
-        rows="changed",
-        data=f"{_FILE_DATA} || {extra}",
-        data_params=[job.id, *extra_params],
+        rows=_next_in_folder(source, after, size, where=fits, params=fits_params),
+        new_path=(expression, new_path_params),
+        job=job,
     )
-    return Batch(count=count, last_id=last_id)
+
+
+def delete_batch(job: Job, tenant: Tenant, *, after: str, size: int) -> Changed:
+    """Soft-delete the next ``size`` files after ``after``, as ``DELETE`` does."""
+    return delete_files(
+        tenant=tenant, rows=_next_in_folder(job.params["path"], after, size), job=job
+    )
+
+
+def restore_batch(job: Job, tenant: Tenant, *, after: str, size: int) -> Changed:
+    """Restore the next ``size`` restorable files after ``after``, as ``…/restore`` does. The
+    stored object's state is the database's: the purge sweep marks what it removes, so no store
+    call is made per file."""
+    return restore_files(
+        tenant=tenant, rows=_next_in_folder(job.params["path"], after, size), job=job
+    )
 
 
 def left_in_folder(job: Job, tenant: Tenant) -> int:

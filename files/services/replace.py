@@ -12,7 +12,7 @@ from files.services.common import (
     StartedUpload,
     Status,
     check_single_put_size,
-    discard,
+    drop_replacement,
     lock_file,
     new_object,
     presign_upload,
@@ -56,7 +56,7 @@ def file_replace_start(
                     "A replacement is already pending for this file; complete it first.",
                     details={"expiresAt": iso(pending.upload_expires_at)},
                 )
-            discard(pending)
+            drop_replacement(file)
         # After the discard: an expired replacement's reservation no longer counts. Lock
         # order: the file row, then the tenant's limits row (nothing takes them the other way).
         storage_reserve(tenant=tenant, limits=limits, size=size)
@@ -82,9 +82,8 @@ def file_replace_complete(*, tenant: Tenant, file_id: str) -> File:
             # Completed, cancelled or replaced by another replacement meanwhile.
             raise NoReplaceInProgress("No replacement is pending for this file.")
         if isinstance(verified, ApiError):
-            file.replacement_object = None
+            drop_replacement(file)
             file.save(update_fields=["replacement_object", "updated_at"])
-            discard(stored)
             refusal: ApiError | None = verified
         else:
             refusal = None

@@ -3,6 +3,7 @@ and the deletion of files whose expiry has passed."""
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -11,14 +12,12 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from accounts.tenancy import Tenant
 from files import hooks
 from files.events import record_file_event
 from files.models import File, FileVersion, IdempotencyRecord, StoredObject
-from files.services.common import (
-    Status,
-    discard,
-)
-from files.services.lifecycle import soft_delete
+from files.services.common import Status, discard, drop_replacement
+from files.services.transitions import Selection, delete_files
 from storage_service import objectstore
 from storage_service.timefmt import iso
 from webhooks.models import Event
@@ -161,8 +160,7 @@ def files_expire_pending(*, now: datetime | None = None) -> int:
             .filter(replacement_object__upload_expires_at__lt=cutoff)[:1000]
         )
         for file in stale_replacements:
-            discard(file.replacement_object)
-            file.replacement_object = None
+            drop_replacement(file)
             file.save(update_fields=["replacement_object", "updated_at"])
     # Idempotency keys are remembered for a day; older records only take space.
     IdempotencyRecord.objects.filter(
@@ -193,14 +191,18 @@ def files_expire_due(*, now: datetime | None = None, limit: int | None = None) -
         with transaction.atomic():
             batch = list(
                 File.objects.select_for_update(skip_locked=True, of=("self",))
-                .select_related("project", "replacement_object")
+                .select_related("project")
                 .filter(expires_at__lte=cutoff)
                 .exclude(status=Status.DELETED)
                 .order_by("expires_at")[:size]
             )
+            # The rows are locked: the transition, per tenant, takes exactly these.
+            by_tenant: dict[Tenant, list[str]] = defaultdict(list)
             for file in batch:
-                expires_at = file.expires_at
-                soft_delete(file, Event.Type.FILE_EXPIRED, expiresAt=iso(expires_at))
+                by_tenant[Tenant.of(file)].append(file.id)
+            for tenant, ids in by_tenant.items():
+                rows = Selection("f.id = ANY(%s) AND f.expires_at <= %s", [ids, cutoff])
+                delete_files(tenant=tenant, rows=rows, expired=True)
         expired += len(batch)
         if len(batch) < size:
             break
