@@ -32,8 +32,8 @@ from urllib3.exceptions import (
     NewConnectionError,
     ProtocolError,
     SSLError,
-    TimeoutError,
 )
+from urllib3.exceptions import TimeoutError as TimedOut
 from urllib3.response import BaseHTTPResponse, HTTPResponse
 from urllib3.util import Timeout
 
@@ -188,7 +188,7 @@ def post(
         except SSLError as exc:
             return Result(False, None, shorten(f"TLS failed: {_reason(exc)}"))
         except (HTTPError, OSError, http.client.HTTPException) as exc:
-            if isinstance(exc, TimeoutError) or time.monotonic() > deadline:
+            if isinstance(exc, TimedOut | TimeoutError) or time.monotonic() > deadline:
                 return Result(False, status, timed_out.error)
             verb = "Read" if status is not None else "Connection"
             return Result(False, status, shorten(f"{verb} failed: {_reason(exc)}"))
