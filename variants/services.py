@@ -269,7 +269,9 @@ def variant_process(*, variant_id: str) -> Outcome:
     if output is None:
         return Outcome("skipped")
     try:
-        etag = objectstore.write(output.storage_key, rendered.data, content_type=rendered.content_type)
+        etag = objectstore.write(
+            output.storage_key, rendered.data, content_type=rendered.content_type
+        )
     except StorageUnavailable:
         return _release(variant_id, claim)
     except (SoftTimeLimitExceeded, TimeUp):

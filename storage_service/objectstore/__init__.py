@@ -1,12 +1,13 @@
 """The gateway to the object store: every operation the service makes on it.
 
 The store is configured once, as the storage ``STORAGES["files"]``: FileStorage
-(objectstore/storage.py), django-storages' S3Storage plus the public endpoint. Download URLs come from its ``url()`` and
-the variant workers read and write whole objects through its file API (``read``, ``write``);
-what Django's storage API cannot express (a PUT signed for an exact length, type and
-If-None-Match, multipart uploads, HEAD with checksums, ranged reads, batched deletes) goes
-through the boto3 client it holds. Upload URLs, and GETs signed at a chosen instant, are signed
-in process (sigv4) with the credentials botocore resolves, so presigning costs no round trip.
+(objectstore/storage.py), django-storages' S3Storage plus the public endpoint. Download URLs
+come from its ``url()`` and the variant workers read and write whole objects through its file
+API (``read``, ``write``); what Django's storage API cannot express (a PUT signed for an exact
+length, type and If-None-Match, multipart uploads, HEAD with checksums, ranged reads, batched
+deletes) goes through the boto3 client it holds. Upload URLs, and GETs signed at a chosen
+instant, are signed in process (sigv4) with the credentials botocore resolves, so presigning
+costs no round trip.
 Every store error reaches callers as StorageUnavailable (or None/False where "not there" is
 an answer).
 """
