@@ -226,12 +226,12 @@ def role_session_in_environment(tmp_path: Any, user: Credentials) -> dict[str, s
     }
 
 
-@pytest.fixture(params=[role_profile, role_session_in_environment])
+@pytest.fixture
 def deployment(
     request: pytest.FixtureRequest, aws: Credentials, front: str, settings: Any, tmp_path: Any
 ) -> Iterator[None]:
     """The service configured with no keys at all: only the chain's temporary credentials."""
-    chain = request.param(tmp_path, aws)
+    chain = getattr(request, "param", role_profile)(tmp_path, aws)
     # Without mock_aws's own keys (the environment comes back whole at the end).
     kept = {
         name: value
@@ -256,6 +256,9 @@ def use_storage(settings: Any, front: str) -> Iterator[None]:
     yield
 
 
+@pytest.mark.parametrize(
+    "deployment", [role_profile, role_session_in_environment], indirect=True
+)
 def test_a_role_s_temporary_credentials_upload_complete_and_download(
     deployment: None, owner: Actor
 ) -> None:
@@ -290,6 +293,7 @@ def without(url: str, name: str, value: str | None = None) -> str:
     return f"{base}?{'&'.join(kept)}"
 
 
+@pytest.mark.parametrize("deployment", [role_session_in_environment], indirect=True)
 def test_the_store_refuses_a_url_whose_token_or_signature_is_not_the_session_s(
     deployment: None, owner: Actor
 ) -> None:

@@ -182,7 +182,9 @@ def test_a_storage_given_no_keys_signs_with_the_default_chain_s_credentials(
         "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "credentials"),
     }
     with mock.patch.dict(os.environ, chain):
-        upload = objectstore.presign_put(key="p/k", content_type="text/plain", size=1, expires_in=60)
+        upload = objectstore.presign_put(
+            key="p/k", content_type="text/plain", size=1, expires_in=60
+        )
     query = parse_qs(urlsplit(upload.url).query)
     assert query["X-Amz-Security-Token"] == ["env-token"]
     assert query["X-Amz-Credential"][0].startswith("ASIAFROMENVIRONMENT/")
