@@ -27,6 +27,8 @@ from urllib.parse import quote, urlsplit
 from botocore.credentials import Credentials, ReadOnlyCredentials
 
 _SIGV4_TIMESTAMP = "%Y%m%dT%H%M%SZ"
+# How long Scope.frozen reuses the credentials it last read.
+FROZEN_REUSE_SECONDS = 1.0
 
 
 def _host_header(url: str) -> str:
@@ -54,6 +56,10 @@ class Scope:
     path: str = field(init=False)
     host: str = field(init=False)
     credential_tail: str = field(init=False, repr=False)
+    # The last frozen credentials and the monotonic second until which they are reused.
+    _held: tuple[float, ReadOnlyCredentials] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "path", urlsplit(self.object_url_prefix).path)
@@ -62,8 +68,19 @@ class Scope:
 
     def frozen(self) -> ReadOnlyCredentials:
         """The credentials as they are now: botocore refreshes temporary ones here, before
-        they expire (RefreshableCredentials.get_frozen_credentials)."""
-        return self.credentials.get_frozen_credentials()
+        they expire (RefreshableCredentials.get_frozen_credentials).
+
+        Refreshable credentials read the local time zone at every call (about 45 us, as much
+        as the rest of a PUT URL); botocore starts renewing them 15 minutes before they
+        expire, so their value is reused for a second at most.
+        """
+        now = time.monotonic()
+        held = self._held
+        if held is not None and now < held[0]:
+            return held[1]
+        credentials = self.credentials.get_frozen_credentials()
+        object.__setattr__(self, "_held", (now + FROZEN_REUSE_SECONDS, credentials))
+        return credentials
 
 
 def _quote_param(value: str) -> str:

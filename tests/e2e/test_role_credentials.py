@@ -56,13 +56,14 @@ ANYONE_MAY_ASSUME = json.dumps(
 )
 
 
-def client_as(credentials: Credentials, service: str = "s3") -> Any:
+def session_as(credentials: Credentials) -> boto3.session.Session:
     # A session of its own: boto3's default one was made before the test set the environment.
     return boto3.session.Session(
         aws_access_key_id=credentials.access_key,
         aws_secret_access_key=credentials.secret_key,
         aws_session_token=credentials.token,
-    ).client(service, region_name=REGION)
+        region_name=REGION,
+    )
 
 
 def session_of(access_key: str) -> Credentials | None:
@@ -143,9 +144,9 @@ class QueryAuthStore(BaseHTTPRequestHandler):
         self, method: str, path: str, query: dict[str, str], body: bytes, session: Credentials
     ) -> tuple[int, dict[str, str], bytes]:
         """The request made to moto, signed with the same session (moto checks it again)."""
-        s3 = client_as(session)
+        s3 = session_as(session).client("s3")
         bucket, key = path.lstrip("/").split("/", 1)
-        where = {"Bucket": bucket, "Key": unquote(key)}
+        where: dict[str, Any] = {"Bucket": bucket, "Key": unquote(key)}
         if method == "PUT" and "uploadId" in query:
             part = s3.upload_part(
                 **where,
@@ -162,11 +163,12 @@ class QueryAuthStore(BaseHTTPRequestHandler):
                 IfNoneMatch=self.headers["If-None-Match"],
             )
             return 200, {"ETag": put["ETag"]}, b""
-        overrides = {
+        overrides: dict[str, Any] = {
             "ResponseContentDisposition": query.get("response-content-disposition"),
             "ResponseContentType": query.get("response-content-type"),
         }
-        got = s3.get_object(**where, **{k: v for k, v in overrides.items() if v is not None})
+        given = {name: value for name, value in overrides.items() if value is not None}
+        got = s3.get_object(**where, **given)
         headers = {"Content-Type": got["ContentType"]}
         if got.get("ContentDisposition"):
             headers["Content-Disposition"] = got["ContentDisposition"]
@@ -216,7 +218,7 @@ def role_profile(tmp_path: Any, user: Credentials) -> dict[str, str]:
 
 def role_session_in_environment(tmp_path: Any, user: Credentials) -> dict[str, str]:
     """An assumed role's session in AWS_ACCESS_KEY_ID, _SECRET_ACCESS_KEY and _SESSION_TOKEN."""
-    sts = client_as(user, "sts")
+    sts = session_as(user).client("sts")
     session = sts.assume_role(RoleArn=ROLE_ARN, RoleSessionName="storage-service")["Credentials"]
     return {
         "AWS_ACCESS_KEY_ID": session["AccessKeyId"],
@@ -256,9 +258,7 @@ def use_storage(settings: Any, front: str) -> Iterator[None]:
     yield
 
 
-@pytest.mark.parametrize(
-    "deployment", [role_profile, role_session_in_environment], indirect=True
-)
+@pytest.mark.parametrize("deployment", [role_profile, role_session_in_environment], indirect=True)
 def test_a_role_s_temporary_credentials_upload_complete_and_download(
     deployment: None, owner: Actor
 ) -> None:
@@ -325,6 +325,7 @@ def test_the_store_refuses_a_url_whose_token_or_signature_is_not_the_session_s(
     assert put_to(upload, data).status_code == 200
     # The calls the service makes itself are held to the session too: moto refuses a forged
     # token there.
-    forged = client_as(Credentials(session.access_key, session.secret_key, forged_token))
+    forged = session_as(Credentials(session.access_key, session.secret_key, forged_token))
+    s3 = forged.client("s3")
     with pytest.raises(ClientError, match="InvalidToken"):
-        forged.list_objects_v2(Bucket=BUCKET)
+        s3.list_objects_v2(Bucket=BUCKET)

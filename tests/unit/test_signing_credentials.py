@@ -106,7 +106,8 @@ def test_put_part_and_get_urls_are_botocore_s_with_or_without_a_token(
         ExpiresIn=3600,
     )
     tokens = [parse_qs(urlsplit(url).query).get("X-Amz-Security-Token") for url in (put, get)]
-    assert tokens == ([[token], [token]] if token else [None, None])
+    expected: list[list[str] | None] = [[token], [token]] if token else [None, None]
+    assert tokens == expected
 
 
 def test_a_get_signed_at_a_given_instant_is_the_same_url_every_time(
