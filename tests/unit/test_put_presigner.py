@@ -9,10 +9,12 @@ GET real bytes through them.)
 
 from __future__ import annotations
 
+import threading
 from datetime import UTC, datetime
 
 from storage_service import objectstore, sigv4
 from tests.unit.test_part_presigner import (
+    PRIVATE_ENDPOINT,
     SIGNED_AT,
     STORE_SHAPES,
     frozen_botocore,
@@ -120,3 +122,23 @@ def test_gets_signed_at_an_instant_are_botocore_s_for_the_public_endpoint(
                 "get_object", Params={"Bucket": objectstore.bucket(), "Key": key}, ExpiresIn=60
             )
         )
+
+
+def test_every_thread_s_client_signs_downloads_for_the_public_endpoint(store_settings) -> None:
+    # django-storages makes one client per thread; each must resolve presigned requests
+    # against the public endpoint, and only those.
+    use_store_shape(store_settings, "https://s3.example.com", "path", "eu-west-3")
+    urls: list[str] = []
+    threads = [
+        threading.Thread(target=lambda: urls.append(objectstore.storage().url("k")))
+        for _ in range(3)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    urls.append(objectstore.storage().url("k"))
+    assert len(urls) == 4
+    public = f"https://s3.example.com/{objectstore.bucket()}/k?"
+    assert all(url.startswith(public) for url in urls)
+    assert objectstore.storage().connection.meta.client.meta.endpoint_url == PRIVATE_ENDPOINT
