@@ -4,13 +4,14 @@ botocore builds and serializes a whole request for every presigned URL (about 0.
 so presigning the 10,000 parts of a large upload would take seconds, and the single PUT of an
 upload start would cost more than the rest of its request. A SigV4 query signature is a handful
 of string operations, one SHA-256 and one HMAC once the day's signing key is known. The URLs
-built here are botocore's, byte for byte (tests/unit/test_put_presigner.py and
-test_part_presigner.py compare them for every endpoint shape). Pure CPU: no network call.
+built here are botocore's, byte for byte (tests/unit/test_put_presigner.py,
+test_part_presigner.py and test_signing_credentials.py compare them for every endpoint shape,
+with and without a session token). Pure CPU: no network call.
 
 The credentials are botocore's, as its default chain resolves them (environment, profile, IAM
-role, web identity, SSO): each URL asks them for their current frozen value, so temporary
-credentials are refreshed by botocore before they expire, and a URL signed with them carries
-their session token (``X-Amz-Security-Token``) as botocore's own presigner puts it.
+role, web identity, SSO): each URL asks them for their current frozen value (Scope.frozen),
+so temporary credentials are refreshed by botocore before they expire, and a URL signed with
+them carries their session token (``X-Amz-Security-Token``) as botocore's presigner puts it.
 """
 
 from __future__ import annotations
