@@ -62,7 +62,13 @@ class FilterSet(django_filters.FilterSet):
     @classmethod
     @cache
     def form_class(cls) -> type[forms.Form]:
-        fields = {name: filter_.field for name, filter_ in cls.base_filters.items()}
+        # Each form field made here from its filter's clean function, not taken from the
+        # filter (``Filter.field`` keeps the field it makes on the filter, and every filter set
+        # deep-copies its filters, so each request would copy those fields twice).
+        fields = {
+            name: CleanedFormField(clean_value=filter_.clean, required=False)
+            for name, filter_ in cls.base_filters.items()
+        }
         # The form class of the documented ``Meta.form`` option, as django-filter reads it.
         base = getattr(getattr(cls, "Meta", None), "form", forms.Form)
         return type(f"{cls.__name__}Form", (base,), fields)
