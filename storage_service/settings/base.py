@@ -326,7 +326,7 @@ REST_FRAMEWORK = {
     "DEFAULT_FILTER_BACKENDS": ["storage_service.filtering.FilterBackend"],
     "DEFAULT_THROTTLE_CLASSES": ["accounts.throttling.ApiKeyRateThrottle"],
     "DEFAULT_SCHEMA_CLASS": "storage_service.openapi.AutoSchema",
-    "DEFAULT_METADATA_CLASS": "storage_service.metadata.Metadata",
+    "DEFAULT_METADATA_CLASS": "storage_service.options_metadata.OptionsMetadata",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "File storage service",
