@@ -342,7 +342,10 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": False,
     "COMPONENT_SPLIT_PATCH": False,
     # Enums stay where the shapes declare them (no generated "StatusEnum" components).
-    "POSTPROCESSING_HOOKS": ["storage_service.openapi.add_unversioned_paths"],
+    "POSTPROCESSING_HOOKS": [
+        "storage_service.openapi.add_unversioned_paths",
+        "delivery.openapi.add_delivery_path",
+    ],
     "WEBHOOKS": ["webhooks.shapes.EVENT_WEBHOOK"],
     "ENUM_GENERATE_CHOICE_DESCRIPTION": False,
     "SWAGGER_UI_DIST": "SIDECAR",
