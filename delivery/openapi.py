@@ -43,7 +43,7 @@ def add_delivery_path(result: Schema, generator: Any, request: Any, public: bool
         "summary": "Resolve a delivery URL (GET or HEAD, no Authorization): a redirect to the "
         "bytes in the store",
         "description": "Signed by `POST /v1/files/{file_id}/delivery-url` or offline (the "
-        "guide's \"Delivery URLs\" section). `302` to a presigned GET of the current version, "
+        'guide\'s "Delivery URLs" section). `302` to a presigned GET of the current version, '
         "the pinned version or the variant, the same `Location` for a whole window; `307` back "
         "to the same URL while an on-demand variant is being made.",
         "parameters": [

@@ -38,6 +38,7 @@ from storage_service.timefmt import iso
 from variants import imaging, store
 from variants.imaging import ELIGIBLE_TYPES, ImageRejected, Params
 from variants.models import Variant
+from variants.placeholder import placeholder_of
 from variants.selectors import variant_of
 from variants.serializers import variant_json
 from webhooks.models import Event
@@ -101,7 +102,11 @@ def variant_get_or_create(
 
 def thumbnail_schedule(*, file: File, stored: StoredObject, version: int) -> None:
     """files' ``version_published``, inside the publishing transaction: an eligible image
-    (judged by its sniffed bytes) gets its thumbnail variant, made after commit."""
+    (judged by its sniffed bytes) gets its thumbnail variant, made after commit. The previous
+    version's placeholder goes: the new thumbnail brings the new one."""
+    if file.placeholder is not None:
+        file.placeholder = None
+        File.objects.filter(id=file.id).update(placeholder=None)
     if stored.sniffed_type in ELIGIBLE_TYPES:
         variant_get_or_create(
             file=file, version=version, source_object_id=stored.id, params=THUMBNAIL
@@ -286,6 +291,8 @@ def variant_process(*, variant_id: str) -> Outcome:
         logger.exception("variant %s: unexpected error while rendering", variant_id)
         return _fail(variant_id, claim, "The image could not be processed.")
 
+    # The thumbnail's ThumbHash, made here, outside the transaction that records it.
+    placeholder = placeholder_of(rendered.data) if variant.label == THUMBNAIL.label else None
     output = _reserve_output(variant_id, claim, rendered.content_type, len(rendered.data))
     if output is None:
         return Outcome("skipped")
@@ -297,7 +304,7 @@ def variant_process(*, variant_id: str) -> Outcome:
         return _fail(
             variant_id, claim, _took_too_long(settings.SERVICE_VARIANT_SOFT_TIME_LIMIT_SECONDS)
         )
-    return _finish(variant_id, claim, output, rendered, etag)
+    return _finish(variant_id, claim, output, rendered, etag, placeholder)
 
 
 def _took_too_long(seconds: int) -> str:
@@ -376,7 +383,12 @@ def _reserve_output(
 
 
 def _finish(
-    variant_id: str, claim: str, output: StoredObject, rendered: imaging.Rendered, etag: str
+    variant_id: str,
+    claim: str,
+    output: StoredObject,
+    rendered: imaging.Rendered,
+    etag: str,
+    placeholder: str | None,
 ) -> Outcome:
     with transaction.atomic():
         locked = _locked(variant_id, claim)
@@ -396,6 +408,9 @@ def _finish(
         variant.size = len(rendered.data)
         variant.finished_at = timezone.now()
         variant.save()
+        if placeholder is not None and variant.version == file.version:
+            # The file's current thumbnail: its placeholder shows in every file object.
+            File.objects.filter(id=file.id).update(placeholder=placeholder)
         _record(Event.Type.FILE_PROCESSED, file, variant)
         return Outcome("ready")
 

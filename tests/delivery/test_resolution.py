@@ -100,6 +100,7 @@ def test_the_named_key_signs_and_the_expiry_is_in_the_url(owner: Actor) -> None:
     parts = urlsplit(answer["url"]).path.split("/")
     assert parts[2] == first
     options = signing.parse_options(parts[4])
+    assert options.expires is not None
     assert abs(options.expires - (time.time() + 600)) < 5
     assert answer["expiresAt"].endswith("Z")
 
