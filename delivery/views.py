@@ -38,7 +38,7 @@ class DeliveryKeyViewSet(viewsets.ViewSet):
         request=EmptyRequest,
         responses={201: Data[DeliveryKeyCreatedJson], **errors_of("DELIVERY_KEY_LIMIT_REACHED")},
     )
-    def create(self, request: Request) -> Response:
+    def create_key(self, request: Request) -> Response:
         validated(EmptyRequest, request.data)
         issued = services.delivery_key_create(tenant=tenant_of(request))
         answer: Data[DeliveryKeyCreatedJson] = {
@@ -52,7 +52,7 @@ class DeliveryKeyViewSet(viewsets.ViewSet):
         summary="The project's delivery keys in this mode, newest first (never their secrets)",
         responses={200: Data[list[DeliveryKeyJson]]},
     )
-    def list(self, request: Request) -> Response:
+    def list_keys(self, request: Request) -> Response:
         keys = selectors.delivery_key_list(tenant=tenant_of(request))
         answer: Data[list[DeliveryKeyJson]] = {"data": [delivery_key_json(k) for k in keys]}
         return Response(answer)
@@ -66,7 +66,7 @@ class DeliveryKeyViewSet(viewsets.ViewSet):
         parameters=[DELIVERY_KEY_ID],
         responses={200: Data[DeliveryKeyRevokedJson], **errors_of("DELIVERY_KEY_NOT_FOUND")},
     )
-    def destroy(self, request: Request, delivery_key_id: str) -> Response:
+    def revoke_key(self, request: Request, delivery_key_id: str) -> Response:
         key = services.delivery_key_revoke(tenant=tenant_of(request), key_id=delivery_key_id)
         answer: Data[DeliveryKeyRevokedJson] = {"data": {"id": key.id, "revoked": True}}
         return Response(answer)
@@ -96,7 +96,7 @@ class DeliveryUrlViewSet(viewsets.ViewSet):
             ),
         },
     )
-    def delivery_url(self, request: Request, file_id: str) -> Response:
+    def sign_url(self, request: Request, file_id: str) -> Response:
         body = validated(DeliveryUrlRequest, request.data)
         transform = body.get("transform")
         signed = services.delivery_url_sign(
