@@ -80,9 +80,11 @@ class Redirect:
 
 @dataclass(frozen=True)
 class Wait:
-    """The variant is being made: ask again (the same URL) having waited ``waited_ms``."""
+    """Ask again: the same URL having waited ``waited_ms`` while the variant is being made;
+    or, once it is ready (``waited_ms`` None), the URL as signed, whose 302 caches keep under
+    the URL the page names rather than under a ``?waited=`` one."""
 
-    waited_ms: int
+    waited_ms: int | None
 
 
 @dataclass(frozen=True)
@@ -96,7 +98,13 @@ class Target:
 
 
 def delivery_resolve(
-    *, key_id: str, file_id: str, options_text: str, signature: str, accept: str, waited_ms: int
+    *,
+    key_id: str,
+    file_id: str,
+    options_text: str,
+    signature: str,
+    accept: str,
+    waited_ms: int | None,
 ) -> Redirect | Wait:
     """Resolve one delivery URL.
 
@@ -129,9 +137,11 @@ def delivery_resolve(
     if options.has_transform:
         started = time.monotonic()
         variant = _variant(tenant, file, options, accept)
-        variant = _wait_for(variant, waited_ms)
+        variant = _wait_for(variant, waited_ms or 0)
+        if variant.status == VStatus.READY and waited_ms is not None:
+            return Wait(waited_ms=None)
         if variant.status != VStatus.READY:
-            waited_ms += int((time.monotonic() - started) * 1000)
+            waited_ms = (waited_ms or 0) + int((time.monotonic() - started) * 1000)
             if waited_ms >= settings.SERVICE_DELIVERY_TRANSFORM_WAIT_SECONDS * 1000:
                 raise VariantNotReady(
                     "The image is still being made; retry shortly.",

@@ -3,11 +3,13 @@
 Images on demand without holding a request thread through a transform: a request whose
 variant is not ready waits a short hold (SERVICE_DELIVERY_TRANSFORM_HOLD_MS, polling the row)
 and then answers ``307`` back to the same URL with ``?waited=<ms>``, which browsers, CDNs and
-HTTP clients follow by themselves. A thread is thus held at most one hold, however long the
-transform; after SERVICE_DELIVERY_TRANSFORM_WAIT_SECONDS in all the answer is 503
-``VARIANT_NOT_READY`` with ``Retry-After``. ``waited`` is the one part of the URL that is not
-signed: it only says how long the client has waited, so forging it changes nothing but when
-the client is told to retry later.
+HTTP clients follow by themselves; once the variant is ready, such a request is sent back to
+the URL as signed, so the cacheable 302 is kept under the URL the page names. A thread is
+thus held at most one hold, however long the transform; after
+SERVICE_DELIVERY_TRANSFORM_WAIT_SECONDS in all the answer is 503 ``VARIANT_NOT_READY`` with
+``Retry-After``. ``waited`` is the one part of the URL that is not signed: it only says how
+long the client has waited, so forging it changes nothing but when the client is told to
+retry later.
 """
 
 from __future__ import annotations
@@ -29,8 +31,10 @@ def _error(error: ApiError) -> HttpResponse:
     return response
 
 
-def _waited(request: HttpRequest) -> int:
-    raw = request.GET.get("waited", "0")
+def _waited(request: HttpRequest) -> int | None:
+    raw = request.GET.get("waited")
+    if raw is None:
+        return None
     return int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= 9 else 0
 
 
@@ -63,6 +67,7 @@ def resolve(
             response["Vary"] = "Accept"
         return response
     response = HttpResponse(status=307)
-    response["Location"] = f"{request.path}?waited={answer.waited_ms}"
+    waited = "" if answer.waited_ms is None else f"?waited={answer.waited_ms}"
+    response["Location"] = f"{request.path}{waited}"
     response["Cache-Control"] = "no-store"
     return response

@@ -260,7 +260,11 @@ def test_a_new_size_is_made_on_demand_as_transform_makes_it(owner: Actor) -> Non
     asked = owner.post(f"/v1/files/{file['id']}/transform", {"width": 120, "height": 40})
     assert asked.json()["data"]["id"] == variants.get().id
     process_pending()
-    ready = resolve(waiting["Location"])
+    # The waiting request is sent back to the URL as signed, whose 302 caches keep.
+    back = resolve(waiting["Location"])
+    assert (back.status_code, back["Location"]) == (307, urlsplit(url).path)
+    assert back["Cache-Control"] == "no-store"
+    ready = resolve(url)
     assert ready.status_code == 302
     assert ready["Cache-Control"] == "public, max-age=60"
     fetched = get_from(ready["Location"])
