@@ -141,6 +141,9 @@ class File(models.Model):
     purged_at = models.DateTimeField(null=True, blank=True)
     # When the expiry sweep deletes the file (as DELETE would); null: never.
     expires_at = models.DateTimeField(null=True, blank=True)
+    # The upload token (``utk_…``) that started the file; null when an API key did. A plain
+    # id, not a foreign key: tokens live in uploads, which files does not import.
+    upload_token_id = models.CharField(max_length=30, null=True, blank=True)
 
     objects = FileQuerySet.as_manager()
 

@@ -41,6 +41,10 @@ class FileJson(TypedDict):
         Timestamp | None,
         JsonSchema(description="When the file deletes itself (`file.expired`); null: never."),
     ]
+    uploadTokenId: Annotated[
+        str | None,
+        JsonSchema(description="The upload token (`utk_…`) that started the file; null: a key."),
+    ]
     uploadedAt: NotRequired[Timestamp]
     checksum: NotRequired[Checksum]
     deletedAt: NotRequired[Timestamp]

@@ -499,6 +499,9 @@ class AutoSchema(SpectacularAutoSchema):
         """The key scheme, with the operation's scope as the requirement's role (OpenAPI 3.1
         allows roles for any scheme), as well as in ``x-required-scope``."""
         auth: list[dict[str, list[str]]] = super().get_auth()
+        if not (self.get_extensions() or {}).get(errors.UPLOAD_TOKEN_EXTENSION):
+            # An upload token is accepted only where the operation says so.
+            auth = [requirement for requirement in auth if UPLOAD_TOKEN not in requirement]
         needed = self.required_scope()
         if not needed:
             return auth
@@ -525,6 +528,23 @@ class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
             "description": "An API key: `Authorization: Bearer sk_test_…` or `sk_live_…`; a "
             "restricted key (`rk_test_…`, `rk_live_…`) may call only the operations whose "
             "`x-required-scope` it holds.",
+        }
+
+
+UPLOAD_TOKEN = "uploadToken"
+
+
+class UploadTokenAuthenticationScheme(OpenApiAuthenticationExtension):
+    target_class = "uploads.auth.UploadTokenAuthentication"
+    name = UPLOAD_TOKEN
+
+    def get_security_definition(self, auto_schema: Any) -> Schema:
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "An upload token, `Authorization: Bearer ut_…` (`POST "
+            "/v1/upload-tokens` mints one): only for the operations marked "
+            "`x-upload-token`, on the uploads it started, within its bounds.",
         }
 
 

@@ -158,11 +158,13 @@ def _create_job(tenant: Tenant, type: Job.Type, params: dict[str, Any]) -> Job:
 # --- One batch of an operation -------------------------------------------------------------
 
 # The columns every file event's data is built from (files/events.py's file_event_data).
-_CHANGED = "f.id, f.filename, f.path, f.content_type, f.size, f.version, f.status"
+_CHANGED = (
+    "f.id, f.filename, f.path, f.content_type, f.size, f.version, f.status, f.upload_token_id"
+)
 _FILE_DATA = (
     "jsonb_build_object('fileId', r.id, 'filename', r.filename, 'path', r.path,"
     " 'contentType', r.content_type, 'size', r.size, 'version', r.version,"
-    " 'status', r.status, 'jobId', %s::text)"
+    " 'status', r.status, 'uploadTokenId', r.upload_token_id, 'jobId', %s::text)"
 )
 _IN_FOLDER = "(f.path = %s OR f.path LIKE %s)"
 _NOT_DELETED = f"f.project_id = %s AND f.mode = %s AND f.status <> 'deleted' AND {_IN_FOLDER}"

@@ -12,6 +12,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Field, Model
 from django.db.models.sql import InsertQuery
 
+from accounts.grants import UploadGrant
 from accounts.tenancy import Tenant
 from files import hooks
 from files.events import record_file_event, record_file_event_with_change
@@ -28,6 +29,7 @@ from files.services.common import (
     read_file,
     verify,
 )
+from files.services.grants import grant_admit, grant_owns, grant_recheck
 from files.services.idempotency import SINGLE, idempotency_claim, idempotency_remember
 from files.services.limits import limits_check, storage_reserve
 from storage_service import objectstore
@@ -52,8 +54,13 @@ def file_upload_start(
     expires_at: datetime | None = None,
     idempotency_key: str | None = None,
     request_hash: str = "",
+    grant: UploadGrant | None = None,
 ) -> StartedUpload:
     """Create a pending file and presign the PUT of its bytes.
+
+    0. With an upload token's ``grant``: its bounds first (files/services/grants.py), and
+       its count of files in the start's own transaction (an idempotent replay counts
+       nothing).
 
     1. Refuse sizes above the single-PUT limit (413; larger files use multipart), and what
        the tenant's limits refuse (413, 422); under a storage limit, reserve the size (403
@@ -64,7 +71,13 @@ def file_upload_start(
     3. Otherwise create the stored object and the file, record ``file.created``.
     """
     check_single_put_size(size)
-    if idempotency_key is None:
+    upload_token_id = None
+    if grant is not None:
+        admitted = grant_admit(
+            grant, path=path, size=size, content_type=content_type, metadata=metadata
+        )
+        path, metadata, upload_token_id = admitted.path, admitted.metadata, grant.token_id
+    if idempotency_key is None and grant is None:
         arguments: dict[str, Any] = {
             "tenant": tenant,
             "filename": filename,
@@ -88,9 +101,12 @@ def file_upload_start(
             return _upload_start_one_statement(**arguments)
     limits = limits_check(tenant=tenant, content_type=content_type, size=size)
     with transaction.atomic():
-        replay = _idempotent_replay(tenant, idempotency_key, request_hash)
-        if replay is not None:
-            return replay
+        if idempotency_key is not None:
+            replay = _idempotent_replay(tenant, idempotency_key, request_hash)
+            if replay is not None:
+                return replay
+        if grant is not None:
+            grant.claim()
         storage_reserve(tenant=tenant, limits=limits, size=size)
         stored = new_object(tenant, content_type=content_type, size=size)
         file = File.objects.create(
@@ -102,21 +118,23 @@ def file_upload_start(
             metadata=metadata,
             expires_at=expires_at,
             current_object=stored,
+            upload_token_id=upload_token_id,
         )
         upload = presign_upload(stored)
-        idempotency_remember(
-            tenant=tenant,
-            key=idempotency_key,
-            request_hash=request_hash,
-            kind=SINGLE,
-            file=file,
-            response={
-                "url": upload.url,
-                "method": upload.method,
-                "headers": upload.headers,
-                "expiresAt": upload.expires_at.isoformat(),
-            },
-        )
+        if idempotency_key is not None:
+            idempotency_remember(
+                tenant=tenant,
+                key=idempotency_key,
+                request_hash=request_hash,
+                kind=SINGLE,
+                file=file,
+                response={
+                    "url": upload.url,
+                    "method": upload.method,
+                    "headers": upload.headers,
+                    "expiresAt": upload.expires_at.isoformat(),
+                },
+            )
         record_file_event(Event.Type.FILE_CREATED, file)
     return StartedUpload(file=file, upload=upload)
 
@@ -283,7 +301,7 @@ def _idempotent_replay(tenant: Tenant, key: str, request_hash: str) -> StartedUp
     return StartedUpload(file=file, upload=upload, replayed=True)
 
 
-def file_complete(*, tenant: Tenant, file_id: str) -> File:
+def file_complete(*, tenant: Tenant, file_id: str, grant: UploadGrant | None = None) -> File:
     """Verify the uploaded bytes and publish version 1.
 
     1. Only a pending file can complete (409 FILE_NOT_PENDING), and not one another app
@@ -295,10 +313,11 @@ def file_complete(*, tenant: Tenant, file_id: str) -> File:
     3. Otherwise the file becomes ``uploaded`` with its checksum; ``file.uploaded``.
     """
     file = read_file(tenant, file_id)
+    grant_owns(grant, file)
     _check_completable(file)
     stored = file.current_object
     # The store's answers, with no row locked: a slow store holds no lock.
-    verified = verify(stored)
+    verified = grant_recheck(file, stored, verify(stored))
     with transaction.atomic():
         file = lock_file(tenant, file_id)
         # Re-checked under the lock: of two concurrent completes, the second sees the first's
