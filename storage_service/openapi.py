@@ -318,6 +318,8 @@ CODE_STATUS.update({"RATE_LIMITED": 429})
 # The scope a restricted key needs for an operation (accounts/scopes.py declares it on each
 # view's @extend_schema: ``extensions=scope("files:read")``; null: any key).
 SCOPE_EXTENSION = errors.SCOPE_EXTENSION
+# The security scheme of upload tokens (ut_…), on the operations marked x-upload-token.
+UPLOAD_TOKEN = "uploadToken"
 # Every authenticated operation can answer these.
 ALWAYS = ("UNAUTHENTICATED", "RATE_LIMITED", "SERVICE_UNAVAILABLE")
 HEADER_STRING: Schema = {"type": "string"}
@@ -505,7 +507,11 @@ class AutoSchema(SpectacularAutoSchema):
         needed = self.required_scope()
         if not needed:
             return auth
-        return [{name: [needed] for name in requirement} for requirement in auth]
+        # Scopes are a key's; a token is bounded by its own fields instead.
+        return [
+            {name: [] if name == UPLOAD_TOKEN else [needed] for name in requirement}
+            for requirement in auth
+        ]
 
     def _has_query(self) -> bool:
         return any(parameter.get("in") == "query" for parameter in self._get_parameters())
@@ -529,9 +535,6 @@ class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
             "restricted key (`rk_test_…`, `rk_live_…`) may call only the operations whose "
             "`x-required-scope` it holds.",
         }
-
-
-UPLOAD_TOKEN = "uploadToken"
 
 
 class UploadTokenAuthenticationScheme(OpenApiAuthenticationExtension):
