@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
+from accounts.limits import limits_set
 from files.models import File, StoredObject
 from tests.factories import Actor, pdf_bytes, png_bytes, upload_body
 from tests.helpers import download, error_code, start_upload, uploaded_file
@@ -170,8 +171,6 @@ def test_the_bytes_real_type_is_checked_again_at_complete(owner: Actor) -> None:
 
 
 def test_the_projects_own_limits_still_apply(owner: Actor) -> None:
-    from accounts.limits import limits_set
-
     limits_set(project=owner.project, mode="test", changes={"max_file_size_bytes": 5})
     page = page_for(owner, maxFileSizeBytes=1000)
 
