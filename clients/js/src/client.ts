@@ -4,6 +4,7 @@
  * upload with `storage-service-client/browser`.
  */
 import { webCrypto } from "./crypto.js";
+import { UploadTokens } from "./uploadtokens.js";
 import {
   type CompletedPart,
   ConfigurationError,
@@ -82,6 +83,7 @@ export class StorageClient {
   readonly webhooks: Webhooks;
   readonly events: Events;
   readonly jobs: Jobs;
+  readonly uploadTokens: UploadTokens;
   /** @internal */
   readonly api: Api;
   /** @internal */
@@ -117,6 +119,7 @@ export class StorageClient {
     this.jobs = new Jobs(this);
     this.webhooks = new Webhooks(this.api);
     this.events = new Events(this.api);
+    this.uploadTokens = new UploadTokens(this.api);
   }
 
   /** What the project stores and serves in the key's mode, and its limits (null when unset). */

@@ -4,6 +4,7 @@
  * bytes and complete, with the token alone. The token can do nothing else: no API key ever
  * reaches the browser.
  */
+import { webCrypto } from "./crypto.js";
 import { AbortError, type CompletedPart, StorageError } from "./errors.js";
 import { Api } from "./http.js";
 import {
@@ -90,7 +91,7 @@ export async function uploadWithToken(
     ...(options.metadata !== undefined ? { metadata: options.metadata } : {}),
   };
   // A start may be sent again safely: the key makes the service answer the first start.
-  const start = { json: body, idempotent: true, headers: { "Idempotency-Key": randomKey() } };
+  const start = { json: body, idempotent: true, headers: { "Idempotency-Key": await randomKey() } };
   if (!options.resume && file.size < (options.multipartThreshold ?? 32 * MIB)) {
     const started = await api.request<Started>("POST", "/files/upload", start);
     try {
@@ -168,8 +169,8 @@ function aborted(error: unknown, resume: TokenUploadResume | null): unknown {
   return wrapped;
 }
 
-function randomKey(): string {
+async function randomKey(): Promise<string> {
   const bytes = new Uint8Array(16);
-  globalThis.crypto.getRandomValues(bytes);
+  (await webCrypto()).getRandomValues(bytes);
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
