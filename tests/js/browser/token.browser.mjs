@@ -33,9 +33,9 @@ after(async () => {
 });
 
 /** Upload a file made in the page; the outcome, the progress reports, the digest. */
-function uploadInPage(kind, name, size, type) {
+function uploadInPage(kind, name, size, type, { abortPast = 0 } = {}) {
   return page.evaluate(
-    async ([kind, name, size, type]) => {
+    async ([kind, name, size, type, abortPast]) => {
       let blob;
       if (kind === "image") {
         const canvas = Object.assign(document.createElement("canvas"), { width: 64, height: 48 });
@@ -63,20 +63,42 @@ function uploadInPage(kind, name, size, type) {
         return send.call(this, body);
       };
       try {
+        // Interrupted past ``abortPast`` bytes (one part at a time), then resumed with the
+        // same token from where it stood: only the parts not yet held are sent.
+        let resume;
+        let heldAtAbort = null;
+        if (abortPast) {
+          const controller = new AbortController();
+          try {
+            await window.tokenPage.upload(file, {
+              concurrency: 1,
+              signal: controller.signal,
+              onProgress: ({ loaded }) => loaded > abortPast && controller.abort(),
+            });
+          } catch (error) {
+            if (error.name !== "AbortError" || !error.resume) throw error;
+            resume = error.resume;
+            heldAtAbort = error.completedParts.length;
+            window.tokenPage.show(`Interrupted ${name} with ${heldAtAbort} part(s) sent; resuming.`);
+          }
+          inFlight = 0;
+          most = 0;
+        }
         const file_ = await window.tokenPage.upload(file, {
+          resume,
           onProgress: ({ loaded, total }) => {
             events.push(loaded);
             document.querySelector("#progress").value = (100 * loaded) / total;
           },
         });
-        return { ok: true, file: file_, digest: hex, events, most };
+        return { ok: true, file: file_, digest: hex, events, most, heldAtAbort };
       } catch (error) {
         return { ok: false, name: error.name, code: error.code, status: error.status };
       } finally {
         XMLHttpRequest.prototype.send = send;
       }
     },
-    [kind, name, size, type],
+    [kind, name, size, type, abortPast],
   );
 }
 
@@ -94,9 +116,13 @@ test("a type outside the token's list is refused", async () => {
   await screenshot(page, "token-2-wrong-type");
 });
 
-test("30 MiB goes up in parallel parts with rising progress", async () => {
-  const result = await uploadInPage("bytes", "video.bin", 30 * MIB, "application/octet-stream");
+test("30 MiB goes up in parallel parts with rising progress, resumed after an abort", async () => {
+  const result = await uploadInPage("bytes", "video.bin", 30 * MIB, "application/octet-stream", {
+    abortPast: 8 * MIB,
+  });
   assert.ok(result.ok, JSON.stringify(result));
+  assert.ok(result.heldAtAbort >= 1 && result.heldAtAbort < 4, `held: ${result.heldAtAbort}`);
+  assert.equal(result.events[0], result.heldAtAbort * 8 * MIB, "resumed from the held parts");
   assert.equal(result.file.status, "uploaded");
   assert.equal(result.file.size, 30 * MIB);
   assert.ok(result.most >= 2, `parts in flight at once: ${result.most}`);
