@@ -20,7 +20,7 @@ from accounts.tenancy import Tenant
 from files.events import record_file_event
 from files.models import File, IdempotencyRecord, StoredObject
 from files.services.common import Verified, discard, publish, verify
-from files.services.grants import grant_admit, grant_recheck
+from files.services.grants import grant_admit, grant_recheck, grant_replay
 from files.services.idempotency import MULTIPART, idempotency_claim, idempotency_remember
 from files.services.limits import limits_check, storage_reserve
 from storage_service import objectstore
@@ -184,7 +184,9 @@ def upload_start(
         with transaction.atomic():
             answered = claim()
         if answered is not None:
-            return _replay(answered)
+            replayed = _replay(answered)
+            grant_replay(grant, replayed.file)
+            return replayed
     if grant is not None:
         # Before the store's upload is started; the exact count is the claim below.
         token_has_room(grant.token_id)
@@ -249,7 +251,9 @@ def upload_start(
         except StorageUnavailable:
             logger.warning("could not abort the store upload of failed session start")
         if isinstance(exc, _Superseded) and record is not None:
-            return _replay(record)
+            superseded = _replay(record)
+            grant_replay(grant, superseded.file)
+            return superseded
         raise
     parts = _presign(session, list(range(1, plan.part_count + 1)))
     return StartedMultipart(file=file, session=session, parts=parts)

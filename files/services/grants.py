@@ -25,6 +25,7 @@ from storage_service.errors import (
     ContentTypeNotAllowed,
     FileNotFound,
     FileTooLarge,
+    IdempotencyKeyReused,
     PathNotAllowed,
     ValidationError,
 )
@@ -88,6 +89,13 @@ def grant_owns(grant: UploadGrant | None, file: File) -> None:
     """A file another token or a key started answers as missing (404) to a token."""
     if grant is not None and file.upload_token_id != grant.token_id:
         raise FileNotFound("No such file.")
+
+
+def grant_replay(grant: UploadGrant | None, file: File) -> None:
+    """An Idempotency-Key replay answers only the credential that made the file: a token
+    replaying a key's (or another token's) start learns nothing of it (409)."""
+    if grant is not None and file.upload_token_id != grant.token_id:
+        raise IdempotencyKeyReused("This Idempotency-Key was used for another upload.")
 
 
 def grant_recheck(

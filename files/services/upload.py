@@ -29,7 +29,7 @@ from files.services.common import (
     read_file,
     verify,
 )
-from files.services.grants import grant_admit, grant_owns, grant_recheck
+from files.services.grants import grant_admit, grant_owns, grant_recheck, grant_replay
 from files.services.idempotency import SINGLE, idempotency_claim, idempotency_remember
 from files.services.limits import limits_check, storage_reserve
 from storage_service import objectstore
@@ -104,6 +104,7 @@ def file_upload_start(
         if idempotency_key is not None:
             replay = _idempotent_replay(tenant, idempotency_key, request_hash)
             if replay is not None:
+                grant_replay(grant, replay.file)
                 return replay
         if grant is not None:
             grant.claim()

@@ -309,3 +309,20 @@ def test_a_page_aborts_its_own_session_but_not_a_keys(owner: Actor) -> None:
     assert page.delete(f"/v1/uploads/multipart/{own}").status_code == 200
     assert UploadSession.objects.get(id=by_key).status == "active"
     assert complete(owner, by_key, []).status_code != 404  # still the key's to finish
+
+
+def test_a_token_replaying_a_keys_idempotency_key_learns_nothing(owner: Actor) -> None:
+    body = upload_body(png_bytes())
+    by_key = owner.post("/v1/files/upload", body, **{"Idempotency-Key": "shared"})
+    multipart = {"filename": "a", "contentType": "a/b", "size": 10}
+    session = owner.post("/v1/uploads/multipart", multipart, **{"Idempotency-Key": "parts"})
+    page = page_for(owner, maxFiles=5)
+
+    replayed = page.post("/v1/files/upload", body, **{"Idempotency-Key": "shared"})
+    replayed_parts = page.post("/v1/uploads/multipart", multipart, **{"Idempotency-Key": "parts"})
+
+    assert by_key.status_code == session.status_code == 201
+    for refused in (replayed, replayed_parts):
+        assert refused.status_code == 409 and error_code(refused) == "IDEMPOTENCY_KEY_REUSED"
+        assert by_key.json()["file"]["id"] not in refused.content.decode()
+    assert File.objects.filter(project=owner.project).count() == 2
