@@ -29,3 +29,13 @@ class UploadGrant:
     # left); call it inside the transaction that creates the file, so a refused or failed
     # start counts nothing.
     claim: Callable[[], None] = field(compare=False, repr=False)
+
+    # What the request log shows of a credential (storage_service/logs.py reads an API key's
+    # project_id and prefix): the project, and the token's id in place of a key's prefix.
+    @property
+    def project_id(self) -> str:
+        return self.tenant.project_id
+
+    @property
+    def prefix(self) -> str:
+        return self.token_id
