@@ -294,7 +294,15 @@ class StrictSerializerExtension(OpenApiSerializerExtension):
         if description:
             schema["description"] = description.strip()
         if fields:
-            schema["properties"] = {name: field_schema(f) for name, f in fields.items()}
+            schema["properties"] = {
+                name: (
+                    # A nested body (a transform's options) is its own component.
+                    auto_schema.resolve_serializer(f, direction).ref
+                    if isinstance(f, serializers.BaseSerializer)
+                    else field_schema(f)
+                )
+                for name, f in fields.items()
+            }
         required = sorted(name for name, f in fields.items() if f.required)
         if required:
             schema["required"] = required

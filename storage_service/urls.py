@@ -16,6 +16,7 @@ from files.jobviews import FileBatchViewSet, FolderOperationViewSet, JobViewSet
 from files.views import FileViewSet, FolderViewSet
 from storage_service.errors import handler404 as handler404_view
 from storage_service.health import healthz, readyz
+from storage_service.home import home
 from uploads.tokenviews import UploadTokenViewSet
 from uploads.views import MultipartUploadViewSet
 from variants.views import VariantViewSet
@@ -77,6 +78,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("v1/openapi.json", SpectacularJSONAPIView.as_view(), name="openapi"),
     path("docs", SpectacularSwaggerView.as_view(url_name="openapi")),
+    path("", home),
     path("healthz", healthz),
     path("readyz", readyz),
 ]

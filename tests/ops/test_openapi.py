@@ -59,7 +59,7 @@ def api_routes() -> set[tuple[str, str]]:
                 continue
             assert isinstance(pattern, URLPattern)
             route = prefix + str(pattern.pattern)
-            if route.startswith(NOT_API):
+            if route == "" or route.startswith(NOT_API):  # "": the root page is for people
                 continue
             path = "/" + re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", route)
             callback = pattern.callback
