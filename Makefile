@@ -14,8 +14,14 @@ RUNTIME_VENV := var/runtime-venv
 RUNTIME_INSTALLED := $(RUNTIME_VENV)/.installed
 DEVSERVICES := $(BIN)/python scripts/devservices.py
 PYTEST_ARGS ?=
+# `make test` runs the suite in this many pytest-xdist workers, each on a database, bucket,
+# queues and cache prefix of its own (storage_service/settings/test.py); whole modules go to one
+# worker, so a module's own server starts once. The long drills (marker `slow`) run in
+# `make test-slow`, one at a time.
+PYTEST_WORKERS ?= 2
+PYTEST_FAST := -n $(PYTEST_WORKERS) --dist loadfile -m "not slow"
 
-.PHONY: help install run cluster drill test pytest lint typecheck check-runtime fmt bench fuzz clean \
+.PHONY: help install run cluster drill test test-slow pytest lint typecheck check-runtime fmt bench fuzz clean \
 	js chromium bench-browser
 
 help: ## List the targets
@@ -56,10 +62,13 @@ drill: $(INSTALLED) ## Start `make cluster`, kill one of each node under traffic
 	$(BIN)/python bench/cluster_drill.py
 
 test: lint typecheck check-runtime js ## Lint, type-check, check the runtime install, run the suite
-	$(DEVSERVICES) exec -- $(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(DEVSERVICES) exec -- $(BIN)/python -m pytest $(PYTEST_FAST) $(PYTEST_ARGS)
+
+test-slow: $(INSTALLED) js ## Run the long drills: the cluster drill, a fresh virtualenv
+	$(DEVSERVICES) exec -- $(BIN)/python -m pytest -m slow $(PYTEST_ARGS)
 
 pytest: $(INSTALLED) js ## Run only the test suite (quick loop; PYTEST_ARGS='-k name -x')
-	$(DEVSERVICES) exec -- $(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(DEVSERVICES) exec -- $(BIN)/python -m pytest $(PYTEST_FAST) $(PYTEST_ARGS)
 
 lint: $(INSTALLED) ## Check formatting, lint rules and which package may import which
 	$(BIN)/ruff format --check .

@@ -30,6 +30,7 @@ def free_block(size: int, *, grpc: bool) -> int:
     raise RuntimeError("no free block of ports")
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_short_drill_loses_nothing() -> None:
     env = {
