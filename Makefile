@@ -12,7 +12,7 @@ INSTALLED := $(VENV)/.installed
 # A production install, apart from .venv: the runtime lock and the project, nothing else.
 RUNTIME_VENV := var/runtime-venv
 RUNTIME_INSTALLED := $(RUNTIME_VENV)/.installed
-DEVSERVICES := $(BIN)/python scripts/devservices.py
+DEVSERVICES := $(BIN)/python -m scripts.devservices
 PYTEST_ARGS ?=
 # `make test` runs the suite in this many pytest-xdist workers, each on a database, bucket,
 # queues and cache prefix of its own (storage_service/settings/test.py); whole modules go to one
@@ -56,10 +56,10 @@ run: $(INSTALLED) ## Run the API, Celery worker and beat with their services (Ct
 	exec $(DEVSERVICES) run
 
 cluster: $(INSTALLED) ## Run a SeaweedFS cluster, two APIs, two workers, webhooks, beat (Ctrl-C)
-	exec $(BIN)/python scripts/devcluster.py
+	exec $(BIN)/python -m scripts.devcluster
 
 drill: $(INSTALLED) ## Start `make cluster`, kill one of each node under traffic, check no loss
-	$(BIN)/python bench/cluster_drill.py
+	$(BIN)/python -m drills.cluster
 
 test: lint typecheck check-runtime js ## Lint, type-check, check the runtime install, run the suite
 	$(DEVSERVICES) exec -- $(BIN)/python -m pytest $(PYTEST_FAST) $(PYTEST_ARGS)
@@ -99,13 +99,13 @@ fuzz: $(INSTALLED) ## Fuzz the API against its document with every schemathesis 
 		$(DEVSERVICES) exec -- $(BIN)/python -m pytest -s -p no:cacheprovider \
 		tests/ops/test_schemathesis.py
 
-# Skips a missing bench/, helper modules (bench/_*.py), which are not benchmarks, and the
-# cluster drill, which starts its own cluster (`make drill`).
+# Skips a missing bench/ and helper modules (bench/_*.py), which are not benchmarks. Each runs
+# as a module (python -m bench.<name>), from the checkout's root.
 bench: $(INSTALLED) js ## Run every bench/*.py against real services
 	$(BIN)/pip install -q -r bench/requirements.txt  # peers compared against; not locked
 	$(DEVSERVICES) exec -- sh -c 'for f in bench/*.py; do \
-		case "$${f##*/}" in _*|cluster_drill.py) continue ;; esac; [ -e "$$f" ] || continue; \
-		$(BIN)/python "$$f" || exit 1; done'
+		name="$${f##*/}"; case "$$name" in _*) continue ;; esac; [ -e "$$f" ] || continue; \
+		$(BIN)/python -m "bench.$${name%.py}" || exit 1; done'
 
 # The TypeScript client (clients/js): its dev dependencies from the lockfile, the build, and the
 # Debian Chromium its browser tests drive (never a browser download).
@@ -137,7 +137,7 @@ chromium: ## Install Debian's chromium unless there is one (the browser tests dr
 js: $(JS_BUILT) $(NODE18) chromium ## The JS client's locked dependencies and build, Node 18, Chromium
 
 bench-browser: $(INSTALLED) js ## A browser's 100 MiB upload (uploadParts) against the Python client's
-	$(DEVSERVICES) exec -- $(BIN)/python bench/browser_upload.py
+	$(DEVSERVICES) exec -- $(BIN)/python -m bench.browser_upload
 
 clean: ## Remove var/ (local service data, services.env); keeps .venv
 	rm -rf var

@@ -17,6 +17,7 @@ from django.test import override_settings
 from storage_service import objectstore
 from storage_service.celery import app
 from tests.factories import Actor, make_actor
+from tests.servers import SESSION_SERVER_ENV, serve_api
 from tests.subprocesses import database_url
 from tests.webhook_receiver import Receiver, running_receiver
 from variants import services as variants_services
@@ -90,6 +91,15 @@ def receiver() -> Iterator[Receiver]:
 @pytest.fixture
 def variant_messages() -> None:
     """Let this test send variant messages to the broker (see above)."""
+
+
+@pytest.fixture(scope="session")
+def api_base(django_db_setup: None, django_db_blocker: object) -> Iterator[str]:
+    """The API's base URL: one server, as `make run` starts it, for the whole session of this
+    pytest worker, on its test database. A test that needs other settings starts its own
+    (``serve_api``)."""
+    with serve_api(workers=2, **SESSION_SERVER_ENV) as base:
+        yield base
 
 
 @pytest.fixture(scope="session")
