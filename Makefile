@@ -120,7 +120,7 @@ $(JS_INSTALLED): $(JS)/package.json $(JS)/package-lock.json
 	cd $(JS) && npm ci --no-audit --no-fund
 	touch $@
 
-$(JS_BUILT): $(JS_INSTALLED) $(JS)/tsconfig.json $(wildcard $(JS)/src/*.ts)
+$(JS_BUILT): $(JS_INSTALLED) $(JS)/tsconfig.json $(wildcard $(JS)/src/*.ts $(JS)/src/generated/*.ts)
 	cd $(JS) && npm run --silent build && node scripts/size.mjs
 	touch $@
 
