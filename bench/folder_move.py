@@ -254,12 +254,8 @@ def main() -> int:
 
     receiver_port = free_port()
     receiver = subprocess.Popen(
-        [
-            sys.executable,
-            str(ROOT / "bench" / "webhooks.py"),
-            "--serve-receiver",
-            str(receiver_port),
-        ],
+        [sys.executable, "-m", "bench.webhooks", "--serve-receiver", str(receiver_port)],
+        cwd=ROOT,
         stdout=subprocess.PIPE,
     )
     assert receiver.stdout is not None and receiver.stdout.readline().strip() == b"ready"

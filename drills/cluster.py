@@ -128,7 +128,7 @@ class Cluster:
         self.log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"drill-cluster-{port}.log"
         self.log = self.log_path.open("wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "scripts/devcluster.py"],
+            [sys.executable, "-m", "scripts.devcluster"],
             cwd=bench.ROOT,
             env=env,
             stdout=self.log,
