@@ -69,7 +69,7 @@ drill: $(INSTALLED) ## Start `make cluster`, kill one of each node under traffic
 test: lint typecheck check-runtime js ## Lint, type-check, check the runtime install, run the suite
 	$(RUN_SUITE)
 
-test-slow: $(INSTALLED) js ## Run the long drills: the cluster drill, a fresh virtualenv
+test-slow: $(INSTALLED) js ## Run the long drills: the cluster drill, a fresh virtualenv, npm pack
 	$(DEVSERVICES) exec -- $(BIN)/python -m pytest -m slow $(PYTEST_ARGS)
 
 pytest: $(INSTALLED) js ## Run only the test suite (quick loop; PYTEST_ARGS='-k name -x')
