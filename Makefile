@@ -12,10 +12,21 @@ INSTALLED := $(VENV)/.installed
 # A production install, apart from .venv: the runtime lock and the project, nothing else.
 RUNTIME_VENV := var/runtime-venv
 RUNTIME_INSTALLED := $(RUNTIME_VENV)/.installed
-DEVSERVICES := $(BIN)/python scripts/devservices.py
+DEVSERVICES := $(BIN)/python -m scripts.devservices
 PYTEST_ARGS ?=
+# `make test` runs the suite in this many pytest-xdist workers, each on a database, bucket,
+# queues and cache prefix of its own (storage_service/settings/test.py); whole modules go to one
+# worker, so a module's own server starts once. The long drills (marker `slow`) run in
+# `make test-slow`, one at a time.
+PYTEST_WORKERS ?= 2
+PYTEST_FAST := -n $(PYTEST_WORKERS) --dist loadfile -m "not slow and not one_process"
+# Then, in one process, what pytest-xdist does not run (marker `one_process`); "no tests ran"
+# (status 5, PYTEST_ARGS chose none of them) is no failure.
+PYTEST_ONE := -m "one_process and not slow"
+RUN_SUITE = $(DEVSERVICES) exec -- sh -c '$(BIN)/python -m pytest $(PYTEST_FAST) $(PYTEST_ARGS) \
+	&& { $(BIN)/python -m pytest $(PYTEST_ONE) $(PYTEST_ARGS); rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 5 ]; }'
 
-.PHONY: help install run cluster drill test pytest lint typecheck check-runtime fmt bench fuzz clean \
+.PHONY: help install run cluster drill test test-slow pytest lint typecheck check-runtime fmt bench fuzz clean \
 	js chromium nginx bench-browser
 
 help: ## List the targets
@@ -50,16 +61,19 @@ run: $(INSTALLED) ## Run the API, Celery worker and beat with their services (Ct
 	exec $(DEVSERVICES) run
 
 cluster: $(INSTALLED) ## Run a SeaweedFS cluster, two APIs, two workers, webhooks, beat (Ctrl-C)
-	exec $(BIN)/python scripts/devcluster.py
+	exec $(BIN)/python -m scripts.devcluster
 
 drill: $(INSTALLED) ## Start `make cluster`, kill one of each node under traffic, check no loss
-	$(BIN)/python bench/cluster_drill.py
+	$(BIN)/python -m drills.cluster
 
 test: lint typecheck check-runtime js nginx ## Lint, type-check, check the runtime install, run the suite
-	$(DEVSERVICES) exec -- $(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(RUN_SUITE)
 
-pytest: $(INSTALLED) js ## Run only the test suite (quick loop; PYTEST_ARGS='-k name -x')
-	$(DEVSERVICES) exec -- $(BIN)/python -m pytest $(PYTEST_ARGS)
+test-slow: $(INSTALLED) js ## Run the long drills: the cluster drill, a fresh virtualenv, npm pack
+	$(DEVSERVICES) exec -- $(BIN)/python -m pytest -m slow $(PYTEST_ARGS)
+
+pytest: $(INSTALLED) js nginx ## Run only the test suite (quick loop; PYTEST_ARGS='-k name -x')
+	$(RUN_SUITE)
 
 lint: $(INSTALLED) ## Check formatting, lint rules and which package may import which
 	$(BIN)/ruff format --check .
@@ -90,13 +104,13 @@ fuzz: $(INSTALLED) ## Fuzz the API against its document with every schemathesis 
 		$(DEVSERVICES) exec -- $(BIN)/python -m pytest -s -p no:cacheprovider \
 		tests/ops/test_schemathesis.py
 
-# Skips a missing bench/, helper modules (bench/_*.py), which are not benchmarks, and the
-# cluster drill, which starts its own cluster (`make drill`).
+# Skips a missing bench/ and helper modules (bench/_*.py), which are not benchmarks. Each runs
+# as a module (python -m bench.<name>), from the checkout's root.
 bench: $(INSTALLED) js ## Run every bench/*.py against real services
 	$(BIN)/pip install -q -r bench/requirements.txt  # peers compared against; not locked
 	$(DEVSERVICES) exec -- sh -c 'for f in bench/*.py; do \
-		case "$${f##*/}" in _*|cluster_drill.py) continue ;; esac; [ -e "$$f" ] || continue; \
-		$(BIN)/python "$$f" || exit 1; done'
+		name="$${f##*/}"; case "$$name" in _*) continue ;; esac; [ -e "$$f" ] || continue; \
+		$(BIN)/python -m "bench.$${name%.py}" || exit 1; done'
 
 # The TypeScript client (clients/js): its dev dependencies from the lockfile, the build, and the
 # Debian Chromium its browser tests drive (never a browser download).
@@ -111,7 +125,7 @@ $(JS_INSTALLED): $(JS)/package.json $(JS)/package-lock.json
 	cd $(JS) && npm ci --no-audit --no-fund
 	touch $@
 
-$(JS_BUILT): $(JS_INSTALLED) $(JS)/tsconfig.json $(wildcard $(JS)/src/*.ts)
+$(JS_BUILT): $(JS_INSTALLED) $(JS)/tsconfig.json $(wildcard $(JS)/src/*.ts $(JS)/src/generated/*.ts)
 	cd $(JS) && npm run --silent build && node scripts/size.mjs
 	touch $@
 
@@ -132,7 +146,7 @@ nginx: ## Install Debian's nginx unless there is one (tests/delivery/test_nginx.
 js: $(JS_BUILT) $(NODE18) chromium ## The JS client's locked dependencies and build, Node 18, Chromium
 
 bench-browser: $(INSTALLED) js ## A browser's 100 MiB upload (uploadParts) against the Python client's
-	$(DEVSERVICES) exec -- $(BIN)/python bench/browser_upload.py
+	$(DEVSERVICES) exec -- $(BIN)/python -m bench.browser_upload
 
 clean: ## Remove var/ (local service data, services.env); keeps .venv
 	rm -rf var

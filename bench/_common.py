@@ -40,9 +40,6 @@ SETTINGS_MODULE = "storage_service.settings.dev"
 # SERVICE_DEBUG=true in the environment measures the DEBUG profile instead.
 DEBUG_ENVIRONMENT = {"SERVICE_DEBUG": os.environ.get("SERVICE_DEBUG", "false")}
 
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
 
 def log(message: str) -> None:
     print(f"bench | {message}", file=sys.stderr, flush=True)
@@ -586,8 +583,7 @@ def api_server(
     log_dir = Path(tempfile.mkdtemp(prefix="bench-api-"))
     log_path = log_dir / "api.log"
     # `make run`'s own command line: every setting but the address is in storage_service/serving.py.
-    sys.path.insert(0, str(ROOT / "scripts"))
-    from devservices import api_command
+    from scripts.devservices import api_command
 
     cmd = [str(part) for part in api_command(port, app=app)]
     with log_path.open("wb") as out:

@@ -3,7 +3,7 @@ latency at concurrency 16, for the upload, get-one and list endpoints, each besi
 /bench/bare (a bare Django view in the same server), with one or two API processes.
 (bench/api_throughput.py compares the hot paths with references outside the service.)
 
-    .venv/bin/python bench/api_scaling.py [--concurrency 16] [--duration 10] [--warmup 2]
+    .venv/bin/python -m bench.api_scaling [--concurrency 16] [--duration 10] [--warmup 2]
                                           [--servers 1]
 
 ``--servers 2`` starts two API server processes (as `make cluster` does, each with the workers
@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import _common as bench
+from bench import _common as bench
 
 PROJECT_PREFIX = "bench-api-throughput-"
 SEED_FILES = 1_000

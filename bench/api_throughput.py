@@ -2,7 +2,7 @@
 (Supabase Storage, when its address is given) and two references outside the service, in one
 run: a bare Django app and a "lean" authenticated single-file GET (bench/reference/).
 
-    .venv/bin/python bench/api_throughput.py [--rounds 3] [--duration 8] [--warmup 2]
+    .venv/bin/python -m bench.api_throughput [--rounds 3] [--duration 8] [--warmup 2]
         [--peer-url http://127.0.0.1:5000 --peer-key <service key> [--peer-bucket NAME]]
 
 Load: wrk (2 threads, 16 connections; `apt-get install wrk`), black-box over HTTP against
@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import _common as bench
+from bench import _common as bench
 
 PROJECT_PREFIX = "bench-api-throughput-"
 SEED_FILES = 1_000

@@ -50,8 +50,9 @@ from pathlib import Path
 from typing import IO, Any
 from urllib.parse import urlsplit
 
-import _common as bench
 import requests
+
+from bench import _common as bench
 
 MIB = 1024 * 1024
 CONCURRENCY = 4
@@ -267,10 +268,8 @@ def main() -> int:
     from accounts.models import Project
     from accounts.services import api_key_issue, project_create
     from files.models import StoredObject
+    from scripts.servers import cors_rule
     from storage_service import objectstore
-
-    sys.path.insert(0, str(ROOT / "scripts"))
-    from servers import cors_rule
 
     logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per part otherwise
     store = store_pid(objectstore.storage().endpoint_url)

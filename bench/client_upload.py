@@ -137,7 +137,7 @@ def main() -> int:
 
     # Only the parent needs the bench helpers (and their imports): the children's memory is
     # the upload's.
-    import _common as bench
+    from bench import _common as bench
 
     total = int(args.gib * GIB)
     small = total // 4

@@ -18,7 +18,7 @@ and rows per second (files; each also writes an event and a delivery), the p50/p
 GETs and PATCHes, B's delivery latency (arrival minus the event's time), and how many of A's
 deliveries arrived by the end.
 
-    .venv/bin/python scripts/devservices.py exec -- .venv/bin/python bench/folder_move.py
+    .venv/bin/python -m scripts.devservices exec -- .venv/bin/python -m bench.folder_move
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from _common import (
+from bench._common import (
     ROOT,
     api_server,
     bench_database_url,
@@ -256,17 +256,12 @@ def main() -> int:
 
     receiver_port = free_port()
     receiver = subprocess.Popen(
-        [
-            sys.executable,
-            str(ROOT / "bench" / "webhooks.py"),
-            "--serve-receiver",
-            str(receiver_port),
-        ],
+        [sys.executable, "-m", "bench.webhooks", "--serve-receiver", str(receiver_port)],
+        cwd=ROOT,
         stdout=subprocess.PIPE,
     )
     assert receiver.stdout is not None and receiver.stdout.readline().strip() == b"ready"
-    sys.path.insert(0, str(ROOT / "scripts"))
-    import devservices
+    from scripts import devservices
 
     celery = str(Path(sys.executable).parent / "celery")
     jobs_worker = start(

@@ -1,7 +1,7 @@
 """GET /v1/files latency over one project of 1,000,000 files: first page, a page 500,000 rows
 deep, search, path, contentType, the trash and every sort, beside a naive OFFSET query.
 
-    .venv/bin/python bench/list_files.py [--repeat 100] [--walk] [--rows 1000000]
+    .venv/bin/python -m bench.list_files [--repeat 100] [--walk] [--rows 1000000]
 
 ``--rows`` seeds (and lists) that many files instead, with the deep page at half of them; the
 figures at 1M and 3M in docs/scaling.md come from it.
@@ -28,9 +28,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import _common as bench
 import psycopg
 import requests
+
+from bench import _common as bench
 
 PROJECT_NAME = "bench-list-files"
 ROWS = 1_000_000

@@ -28,8 +28,9 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
-import _common as bench
 import requests
+
+from bench import _common as bench
 
 MIB = 1024 * 1024
 PART = 8 * MIB

@@ -1,7 +1,7 @@
 """Where one GET /v1/files/<id> spends its time, in-process: the WSGI application called
 directly (no network, no HTTP server), 3 x 2,000 requests timed, then 2,000 under cProfile.
 
-    .venv/bin/python bench/profile_get.py [--requests 2000] [--top 25]
+    .venv/bin/python -m bench.profile_get [--requests 2000] [--top 25]
         [--endpoint get|list|upload] [--instructions]
 
 Prints the mean wall time and CPU time (this process: Python, not PostgreSQL or Redis) per
@@ -35,8 +35,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import _common as bench
 import api_throughput as throughput
+
+from bench import _common as bench
 
 # (label, file suffix, function name): cumulative time of these, per request.
 PARTS = [

@@ -2,7 +2,7 @@
 (storage_service/serving.py) while py-spy samples every worker, counting only samples
 that hold the GIL (Python running, not waiting on PostgreSQL or Redis).
 
-    .venv/bin/python bench/profile_served.py [--endpoint get|list|upload] [--seconds 15]
+    .venv/bin/python -m bench.profile_served [--endpoint get|list|upload] [--seconds 15]
         [--depth 6] [--root 'FileViewSet.retrieve']
 
 Prints requests per second, CPU milliseconds per request of the API server and PostgreSQL, and the
@@ -23,8 +23,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-import _common as bench
 import api_throughput as throughput
+
+from bench import _common as bench
 
 
 def main() -> int:

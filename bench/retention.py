@@ -1,6 +1,6 @@
 """The retention sweep's cost per batch as the tables grow: flat, or it would fall behind.
 
-    .venv/bin/python scripts/devservices.py exec -- .venv/bin/python bench/retention.py \
+    .venv/bin/python -m scripts.devservices exec -- .venv/bin/python -m bench.retention \
         [--rows 1000000] [--batch 5000]
 
 Seeds ``--rows`` events and as many deliveries (one per event) into the bench database, all
@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import time
 
-import _common as bench
+from bench import _common as bench
 
 # Fixed ids of the right length (prefix + 26 characters), so reruns replace the same rows.
 PROJECT = "proj_" + "0" * 20 + "bench0"

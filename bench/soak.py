@@ -1,7 +1,7 @@
 """A soak: mixed traffic from 16 concurrent clients for 10 minutes against the whole service as
 `make run` starts it (API, worker, beat), with webhooks to a local receiver and thumbnails.
 
-    .venv/bin/python bench/soak.py [--clients 16] [--duration 600]
+    .venv/bin/python -m bench.soak [--clients 16] [--duration 600]
 
 Prints requests per second, p50/p99 per endpoint, the error count (goal: zero 5xx), the events
 recorded beside the deliveries made and received (goal: every event delivered to every
@@ -34,8 +34,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-import _common as bench
 import requests
+
+from bench import _common as bench
 
 SOAK_REDIS_DB = 14
 STARTUP_TIMEOUT = 120.0
@@ -124,7 +125,7 @@ class Service:
         self.log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"soak-service-{port}.log"
         self.log = self.log_path.open("wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "scripts/devservices.py", "run"],
+            [sys.executable, "-m", "scripts.devservices", "run"],
             cwd=bench.ROOT,
             env=env,
             stdout=self.log,

@@ -13,7 +13,7 @@ For each size, one project gets that many live objects of its test mode (one
 - ``held_bytes`` again after those starts, each of which added a usage row (files/usage.py)
   that no fold has folded yet: what the sum reads between two folds.
 
-    .venv/bin/python scripts/devservices.py exec -- .venv/bin/python bench/usage_scale.py
+    .venv/bin/python -m scripts.devservices exec -- .venv/bin/python -m bench.usage_scale
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import statistics
 import threading
 import time
 
-from _common import (
+from bench._common import (
     bench_database_url,
     connect,
     delete_project,

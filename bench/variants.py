@@ -1,5 +1,5 @@
 """Thumbnails per second on one core, and peak memory: the service's pipeline vs naive Pillow
-vs libvips (pyvips). Run: ``.venv/bin/python bench/variants.py`` (needs bench/requirements.txt).
+vs libvips (pyvips). Run: ``.venv/bin/python -m bench.variants`` (needs bench/requirements.txt).
 
 Each image is made to a 256-pixel-box WebP at quality 80 by three pipelines:
 
@@ -45,9 +45,6 @@ BOX = 256
 QUALITY = 80
 MIN_SECONDS = float(os.environ.get("BENCH_VARIANTS_SECONDS", "6"))
 MIN_RUNS = 8
-
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 
 def log(message: str) -> None:

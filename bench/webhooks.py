@@ -16,7 +16,7 @@ The receiver is a separate process (one asyncio loop, HTTP/1.1 keep-alive) that 
 request's arrival time; latency is arrival minus the time the event's transaction committed
 (the first after-commit callback). Both run on this machine and share its cores.
 
-    .venv/bin/python scripts/devservices.py exec -- .venv/bin/python bench/webhooks.py
+    .venv/bin/python -m scripts.devservices exec -- .venv/bin/python -m bench.webhooks
 
 ``--sender`` measures the HTTP side alone, in this process: the CPU one attempt of
 ``webhooks.sender.post`` costs (urllib3's pool, the watchdog, reading the answer), from 8
@@ -40,7 +40,8 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from _common import (
+
+from bench._common import (
     ROOT,
     bench_database_url,
     cpu_count,
@@ -159,8 +160,7 @@ def cpu_snapshot(pids: dict[str, int]) -> dict[str, float]:
 
 
 def start_worker(url: str) -> subprocess.Popen[bytes]:
-    sys.path.insert(0, str(ROOT / "scripts"))
-    import devservices
+    from scripts import devservices
 
     command = [str(part) for part in devservices.webhook_worker_command(NODE)]
     env = server_environment(url, SERVICE_WEBHOOK_QUEUE=QUEUE)

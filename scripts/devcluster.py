@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`make cluster`: the service as several machines would run it, on this one.
 
-    python scripts/devcluster.py          # until Ctrl-C
+    python -m scripts.devcluster          # until Ctrl-C
 
 - PostgreSQL and Redis as `make run` finds them (reused where they answer, else embedded);
 - SeaweedFS as a cluster: one master (replication 001: every object on two volume servers),
@@ -31,9 +31,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import devservices as ds
-import processes
-import servers
+from scripts import devservices as ds
+from scripts import processes, servers
 
 CLUSTER_FILE = servers.VAR / "cluster.json"
 CLUSTER_DIR = servers.VAR / "cluster"
@@ -292,7 +291,9 @@ def run(services: servers.Services) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="devcluster.py", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m scripts.devcluster", description=__doc__.split("\n\n")[0]
+    )
     parser.parse_args(argv)
     services = servers.Services()
     processes.set_signal_handlers(processes.raise_interrupted)

@@ -2,9 +2,9 @@
 """The app's processes for local development and the test suite, around the servers
 ``servers.py`` finds or starts (PostgreSQL, Redis, SeaweedFS).
 
-    python scripts/devservices.py exec -- CMD ARGS...   # servers around one command
-    python scripts/devservices.py run                   # migrate, then API + workers + beat
-    python scripts/devservices.py up                    # servers only, until Ctrl-C
+    python -m scripts.devservices exec -- CMD ARGS...   # servers around one command
+    python -m scripts.devservices run                   # migrate, then API + workers + beat
+    python -m scripts.devservices up                    # servers only, until Ctrl-C
 
 The command lines of the API, the workers and beat are defined here once; `make cluster`,
 the benches and deploy/ start the same ones. Only processes this invocation started are
@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
-from processes import (
+from scripts.processes import (
     Interrupted,
     ServiceError,
     log,
@@ -33,7 +33,7 @@ from processes import (
     set_signal_handlers,
     spawn,
 )
-from servers import (
+from scripts.servers import (
     ENV_FILE,
     VAR,
     VENV_BIN,
@@ -267,7 +267,7 @@ def cmd_up(args: argparse.Namespace, services: Services) -> int:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="devservices.py",
+        prog="python -m scripts.devservices",
         description="Ensure PostgreSQL, Redis and an S3 store answer; run commands around them.",
     )
     sub = parser.add_subparsers(dest="mode", required=True)

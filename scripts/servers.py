@@ -33,9 +33,19 @@ import psycopg
 import redis
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
-from processes import ROOT, Child, ServiceError, log, pid_alive, print_tail, spawn, stop_children
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
+
+from scripts.processes import (
+    ROOT,
+    Child,
+    ServiceError,
+    log,
+    pid_alive,
+    print_tail,
+    spawn,
+    stop_children,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -16,6 +17,7 @@ from django.test import override_settings
 from storage_service import objectstore
 from storage_service.celery import app
 from tests.factories import Actor, make_actor
+from tests.servers import SESSION_SERVER_ENV, serve_api
 from tests.subprocesses import database_url
 from tests.webhook_receiver import Receiver, running_receiver
 from variants import services as variants_services
@@ -25,13 +27,23 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="session", autouse=True)
 def _test_bucket() -> Iterator[None]:
-    """The suite's own bucket in the real object store (SeaweedFS under `make test`)."""
+    """The suite's own bucket in the real object store (SeaweedFS under `make test`); under
+    pytest-xdist, this worker's own, with the browser rule `make test` put on the suite's."""
     s3 = objectstore.client()
+    bucket = objectstore.bucket()
     try:
-        s3.create_bucket(Bucket=objectstore.bucket())
+        s3.create_bucket(Bucket=bucket)
     except ClientError as exc:
         if exc.response["Error"]["Code"] not in {"BucketAlreadyOwnedByYou", "BucketAlreadyExists"}:
             raise
+    shared = os.environ.get("TEST_AWS_STORAGE_BUCKET_NAME", "storage-test")
+    if bucket != shared:
+        try:
+            rules = s3.get_bucket_cors(Bucket=shared)["CORSRules"]
+        except ClientError:
+            rules = []
+        if rules:
+            s3.put_bucket_cors(Bucket=bucket, CORSConfiguration={"CORSRules": rules})
     yield
 
 
@@ -82,6 +94,15 @@ def variant_messages() -> None:
 
 
 @pytest.fixture(scope="session")
+def api_base(django_db_setup: None, django_db_blocker: object) -> Iterator[str]:
+    """The API's base URL: one server, as `make run` starts it, for the whole session of this
+    pytest worker, on its test database. A test that needs other settings starts its own
+    (``serve_api``)."""
+    with serve_api(workers=2, **SESSION_SERVER_ENV) as base:
+        yield base
+
+
+@pytest.fixture(scope="session")
 def celery_worker(django_db_setup: None, django_db_blocker: object) -> Iterator[subprocess.Popen]:
     """A real Celery worker process, on the test queue, against the test database."""
     env = {
@@ -109,7 +130,7 @@ def celery_worker(django_db_setup: None, django_db_blocker: object) -> Iterator[
             "-Q",
             settings.SERVICE_WEBHOOK_QUEUE,
             "-n",
-            "webhooks@%h",
+            f"webhooks{settings.TEST_RUN_SUFFIX}@%h",
             "--pool",
             "threads",
             "--concurrency",
@@ -132,6 +153,8 @@ def celery_worker(django_db_setup: None, django_db_blocker: object) -> Iterator[
             "worker",
             "-Q",
             f"{settings.CELERY_TASK_DEFAULT_QUEUE},{settings.SERVICE_TRANSFORM_QUEUE}",
+            "-n",
+            f"tasks{settings.TEST_RUN_SUFFIX}@%h",
             "--pool",
             "solo",
             "--without-gossip",
@@ -144,9 +167,13 @@ def celery_worker(django_db_setup: None, django_db_blocker: object) -> Iterator[
     )
     # Generous: two workers importing Django on a loaded 2-core machine take a while, and a
     # ready pair ends the wait at once.
+    # Only this pytest worker's pair: another's answers on the same broker too.
+    nodes = [
+        f"{name}{settings.TEST_RUN_SUFFIX}@{socket.gethostname()}" for name in ("webhooks", "tasks")
+    ]
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
-        replies = app.control.ping(timeout=0.5)
+        replies = app.control.ping(destination=nodes, timeout=0.5)
         if len(replies or []) >= 2:
             break
         if worker.poll() is not None or webhook_worker.poll() is not None:

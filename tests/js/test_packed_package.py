@@ -11,6 +11,8 @@ import subprocess
 import tarfile
 from pathlib import Path
 
+import pytest
+
 from tests.factories import Actor
 from tests.js.conftest import JS, ROOT, node, node18, require_built, run_node
 
@@ -21,6 +23,8 @@ def npm() -> str:
     return found
 
 
+# npm pack and an install into an empty folder: a toolchain run, in `make test-slow`.
+@pytest.mark.slow
 def test_the_packed_package_alone_uploads_lists_downloads_and_verifies(
     tmp_path: Path, api_base: str, actor: Actor, celery_worker: subprocess.Popen
 ) -> None:

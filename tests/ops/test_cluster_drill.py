@@ -1,4 +1,4 @@
-"""The short failure drill (`bench/cluster_drill.py --short`, ~30 s of traffic): `make cluster`
+"""The short failure drill (`python -m drills.cluster --short`, ~30 s of traffic): `make cluster`
 on ports of its own loses one volume server and one transform worker mid-job, and every
 acknowledged upload, thumbnail and webhook delivery survives, with no API 5xx."""
 
@@ -11,11 +11,8 @@ import sys
 
 import pytest
 
+from scripts import devcluster, servers
 from tests.servers import ROOT
-
-sys.path.insert(0, str(ROOT / "scripts"))
-import devcluster
-import servers
 
 
 def free_block(size: int, *, grpc: bool) -> int:
@@ -30,6 +27,7 @@ def free_block(size: int, *, grpc: bool) -> int:
     raise RuntimeError("no free block of ports")
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_short_drill_loses_nothing() -> None:
     env = {
@@ -41,7 +39,7 @@ def test_short_drill_loses_nothing() -> None:
     env.pop("DJANGO_SETTINGS_MODULE", None)
     env.pop("AWS_S3_ENDPOINT_URL", None)
     result = subprocess.run(
-        [sys.executable, "bench/cluster_drill.py", "--short"],
+        [sys.executable, "-m", "drills.cluster", "--short"],
         cwd=ROOT,
         env=env,
         capture_output=True,

@@ -5,16 +5,12 @@ kills)."""
 from __future__ import annotations
 
 import shlex
-import sys
 from pathlib import Path
 
 import requests
 
-from tests.servers import ROOT, serve_api
-
-sys.path.insert(0, str(ROOT / "scripts"))
-import devcluster
-import devservices
+from scripts import devcluster, devservices
+from tests.servers import ROOT
 
 DEPLOY = ROOT / "deploy"
 SYSTEMD = DEPLOY / "systemd"
@@ -125,20 +121,19 @@ def test_every_api_start_is_the_serving_module() -> None:
     assert [str(p) for p in devservices.api_command(8000)[1:4]] == serving
     assert cluster_commands()["api1"][1:4] == serving
     bench_common = (ROOT / "bench" / "_common.py").read_text()
-    assert "from devservices import api_command" in bench_common
+    assert "from scripts.devservices import api_command" in bench_common
     servers = (ROOT / "tests" / "servers.py").read_text()
     assert '"storage_service.serving",' in servers
 
 
-def test_a_long_query_reaches_the_application() -> None:
+def test_a_long_query_reaches_the_application(api_base: str) -> None:
     """A list query of ~24 KiB, which the API documents as valid, reaches the application
     (401 JSON without a key), not the server's own refusal of a long request line."""
     folder = "/".join(["\U0001f600" * 100] * 10)  # 1,009 characters, 12 bytes each encoded
     params = {"path": folder, "search": "\U0001f600" * 255, "contentType": "\U0001f600" * 255}
-    with serve_api() as base:
-        response = requests.get(
-            f"{base}/v1/files", params={**params, "cursor": "x" * 2000}, timeout=10
-        )
+    response = requests.get(
+        f"{api_base}/v1/files", params={**params, "cursor": "x" * 2000}, timeout=10
+    )
     assert len(response.request.url or "") > 20_000
     assert response.status_code == 401
     assert response.json()["error"]["code"] == "UNAUTHENTICATED"

@@ -265,23 +265,22 @@ def test_a_key_revoked_elsewhere_is_401_before_429_and_before_400(owner: Actor) 
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_revoked_key_uploads_nothing_on_any_served_process(serve: Any) -> None:
-    """Black-box, over HTTP, two API workers that have both used the key: revoked, the
-    very next upload on either is the 401 and writes nothing."""
+def test_a_revoked_key_uploads_nothing_on_any_served_process(api_base: str) -> None:
+    """Black-box, over HTTP, two API workers (the session server's) that have both used the
+    key: revoked, the very next upload on either is the 401 and writes nothing."""
     import requests
 
     from tests.factories import make_actor
 
     actor = make_actor("served-revoked")
     headers = {"Authorization": f"Bearer {actor.key.raw_key}"}
-    with serve(workers=2) as base:
-        for _ in range(8):  # a new connection each, spread over both workers
-            started = requests.post(f"{base}/v1/files/upload", json=UPLOAD, headers=headers)
-            assert started.status_code == 201, started.text
-        files = File.objects.filter(project=actor.project).count()
-        api_key_revoke(key_id=actor.key.api_key.id)
-        for _ in range(8):
-            refused = requests.post(f"{base}/v1/files/upload", json=UPLOAD, headers=headers)
-            assert refused.status_code == 401, refused.text
-            assert refused.json()["error"]["code"] == "UNAUTHENTICATED"
+    for _ in range(8):  # a new connection each, spread over both workers
+        started = requests.post(f"{api_base}/v1/files/upload", json=UPLOAD, headers=headers)
+        assert started.status_code == 201, started.text
+    files = File.objects.filter(project=actor.project).count()
+    api_key_revoke(key_id=actor.key.api_key.id)
+    for _ in range(8):
+        refused = requests.post(f"{api_base}/v1/files/upload", json=UPLOAD, headers=headers)
+        assert refused.status_code == 401, refused.text
+        assert refused.json()["error"]["code"] == "UNAUTHENTICATED"
     assert File.objects.filter(project=actor.project).count() == files == 8

@@ -258,6 +258,9 @@ def _without_request_id(response: Any) -> tuple[int, Any]:
     return response.status_code, response.text
 
 
+# Its per-operation items are not run under pytest-xdist: `make test` runs them in a second,
+# single-process pytest (marker `one_process`).
+@pytest.mark.one_process
 @schema.parametrize()
 @FUZZ
 def test_another_projects_ids_answer_exactly_like_missing_ones_and_nothing_leaks(

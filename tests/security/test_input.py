@@ -31,10 +31,9 @@ MIB = 1024 * 1024
 CRLF_TYPE = 'text/plain; a="x\r\nX-Injected: yes"'
 
 
-@pytest.fixture(scope="module")
-def api(django_db_setup: None) -> Iterator[str]:
-    with serve_api() as base_url:
-        yield base_url
+@pytest.fixture
+def api(api_base: str) -> str:
+    return api_base
 
 
 @pytest.fixture

@@ -67,11 +67,10 @@ def base_url(django_db_setup: None) -> Iterator[str]:
         yield base
 
 
-@pytest.fixture(scope="module")
-def allowing_url(django_db_setup: None) -> Iterator[str]:
-    """The API with private networks allowed (the dev profile's default)."""
-    with serve_api(SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS="true") as base:
-        yield base
+@pytest.fixture
+def allowing_url(api_base: str) -> str:
+    """The API with private networks allowed (the dev profile's default): the session's."""
+    return api_base
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 // The request and response types, generated from the service's OpenAPI document by
-// openapi-typescript into src/openapi.ts (checked in).
+// openapi-typescript into src/generated/openapi.ts (checked in).
 //
-//   node scripts/generate-types.mjs <document.json | URL>            writes src/openapi.ts
+//   node scripts/generate-types.mjs <document.json | URL>            writes src/generated/openapi.ts
 //   node scripts/generate-types.mjs <document.json | URL> --check    exits 1 if a type differs
 //
 // The check compares the types, not the doc comments openapi-typescript copies from the
@@ -22,7 +22,7 @@ if (!source) {
 const input = /^https?:/.test(source) ? new URL(source) : pathToFileURL(source);
 const ast = await openapiTS(input, { alphabetize: true });
 const generated = HEADER + astToString(ast);
-const target = fileURLToPath(new URL("../src/openapi.ts", import.meta.url));
+const target = fileURLToPath(new URL("../src/generated/openapi.ts", import.meta.url));
 
 const typesOnly = (text) => text.replace(/\/\*\*[\s\S]*?\*\//g, "").replace(/^\s*\n/gm, "");
 
@@ -30,11 +30,11 @@ if (flag === "--check") {
   const current = await readFile(target, "utf8").catch(() => "");
   if (typesOnly(current) !== typesOnly(generated)) {
     console.error(
-      "src/openapi.ts differs from the document: run `npm run generate -- <document>` and commit it",
+      "src/generated/openapi.ts differs from the document: run `npm run generate -- <document>` and commit it",
     );
     process.exit(1);
   }
-  console.log("src/openapi.ts matches the document");
+  console.log("src/generated/openapi.ts matches the document");
 } else {
   await writeFile(target, generated);
   console.log(`wrote ${target}`);

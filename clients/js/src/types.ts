@@ -1,5 +1,5 @@
-/** Names for the generated shapes (src/openapi.ts), as the API answers them. */
-import type { components } from "./openapi.js";
+/** Names for the generated shapes (src/generated/openapi.ts), as the API answers them. */
+import type { components } from "./generated/openapi.js";
 
 export type Schemas = components["schemas"];
 export type StoredFile = Schemas["File"];
@@ -13,4 +13,4 @@ export type HeldPart = Schemas["HeldPart"];
 export type Me = Schemas["Me"];
 export type Job = Schemas["Job"];
 export type WebhookEvent = Schemas["EventEnvelope"];
-export type { components, paths } from "./openapi.js";
+export type { components, paths } from "./generated/openapi.js";

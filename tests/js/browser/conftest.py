@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,12 +21,10 @@ import pytest
 import requests
 from botocore.exceptions import ClientError
 
+from scripts.servers import cors_rule  # the rule `make run` and `make test` put on the buckets
 from storage_service import objectstore
 from tests.js.conftest import ROOT, NodeRun, node, run_node
 from tests.servers import free_port
-
-sys.path.insert(0, str(ROOT / "scripts"))
-from servers import cors_rule  # the rule `make run` and `make test` put on the buckets
 
 ARTIFACTS = ROOT / "var" / "test-artifacts" / "browser"
 EXAMPLE = ROOT / "examples" / "browser-upload" / "server.mjs"

