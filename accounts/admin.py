@@ -4,12 +4,18 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
 from django.template.defaultfilters import filesizeformat
+from django.urls import URLPattern, path, reverse
 from django.utils import timezone
+from django.utils.html import format_html
+from django.views.decorators.http import require_POST
 
+from accounts import console
 from accounts.keys import display_prefix, generate_key, hash_key
 from accounts.limits import clean_allowed_types
 from accounts.models import ApiKey, BandwidthUsage, Organization, Project, ProjectLimits
@@ -96,7 +102,7 @@ class ProjectAdmin(StaffView, admin.ModelAdmin):
     as much as reading every object of those projects.
     """
 
-    list_display = ("name", "id", "organization", "recent_bandwidth", "created_at")
+    list_display = ("name", "id", "organization", "recent_bandwidth", "files_link", "created_at")
     list_select_related = ("organization",)
     search_fields = ("name", "id", "organization__name")
     fields = (
@@ -110,6 +116,89 @@ class ProjectAdmin(StaffView, admin.ModelAdmin):
     )
     readonly_fields = ("id", "created_at", "storage", "bandwidth", "recent_bandwidth_detail")
     inlines = [ProjectLimitsInline, ApiKeyInline]
+    change_form_template = "admin/accounts/project/console_change_form.html"
+
+    @admin.display(description="Files")
+    def files_link(self, obj: Project) -> str:
+        return format_html(
+            '<a href="{}">browse</a>', reverse("admin:files_file_browse", args=[obj.id])
+        )
+
+    def get_urls(self) -> list[URLPattern]:
+        wrap = self.admin_site.admin_view
+        return [
+            path(
+                "<str:project_id>/keys/issue/",
+                wrap(require_POST(self.issue_key_view)),
+                name="accounts_project_issue_key",
+            ),
+            path(
+                "<str:project_id>/keys/<str:key_id>/revoke/",
+                wrap(require_POST(self.revoke_key_view)),
+                name="accounts_project_revoke_key",
+            ),
+            *super().get_urls(),
+        ]
+
+    def _project_page(self, project: Project) -> HttpResponseRedirect:
+        url = reverse("admin:accounts_project_change", args=[project.id])
+        return HttpResponseRedirect(f"{url}#keys")
+
+    def issue_key_view(self, request: HttpRequest, project_id: str) -> HttpResponse:
+        """A full key for one mode: its secret is shown once, in the page's message."""
+        if not request.user.has_perm("accounts.add_apikey"):
+            raise PermissionDenied
+        project = get_object_or_404(Project, id=project_id)
+        mode = request.POST.get("mode", "")
+        if mode not in ApiKey.Environment.values:
+            messages.error(request, "Choose live or test.")
+            return self._project_page(project)
+        raw_key = generate_key(mode, restricted=False)
+        ApiKey.objects.create(
+            project=project,
+            environment=mode,
+            name=(request.POST.get("name") or "")[:100],
+            key_hash=hash_key(raw_key),
+            prefix=display_prefix(raw_key),
+        )
+        messages.warning(request, f"New API key (shown once; copy it now): {raw_key}")
+        return self._project_page(project)
+
+    def revoke_key_view(self, request: HttpRequest, project_id: str, key_id: str) -> HttpResponse:
+        if not request.user.has_perm("accounts.change_apikey"):
+            raise PermissionDenied
+        project = get_object_or_404(Project, id=project_id)
+        count = ApiKey.objects.filter(project=project, id=key_id, revoked_at__isnull=True).update(
+            revoked_at=timezone.now()
+        )
+        messages.success(request, f"Revoked {count} key(s).")
+        return self._project_page(project)
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        extra: dict[str, Any] = dict(extra_context or {})
+        project = Project.objects.filter(id=object_id).first()
+        if project is not None and self.has_view_permission(request, project):
+            mode = request.GET.get("mode")
+            mode = mode if mode in ApiKey.Environment.values else ApiKey.Environment.LIVE
+            tenant = Tenant(project=project, mode=mode)
+            usage = console.snapshot_record(tenant)
+            extra.update(
+                chart=console.chart_svg(console.history(tenant)),
+                chart_mode=mode,
+                modes=ApiKey.Environment.values,
+                usage=usage,
+                api_keys=ApiKey.objects.filter(project=project).order_by("-created_at")[:50],
+                can_issue=request.user.has_perm("accounts.add_apikey"),
+                can_revoke=request.user.has_perm("accounts.change_apikey"),
+                browse_url=reverse("admin:files_file_browse", args=[project.id]),
+            )
+        return super().change_view(request, object_id, form_url, extra)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Project]:
         return super().get_queryset(request).annotate(recent_bandwidth=recent_bandwidth_subquery())

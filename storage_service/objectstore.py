@@ -123,10 +123,16 @@ DOWNLOAD_CONTENT_LANGUAGE = "und"
 
 
 def presign_get(
-    *, key: str, expires_in: int, filename: str | None = None, content_type: str | None = None
+    *,
+    key: str,
+    expires_in: int,
+    filename: str | None = None,
+    content_type: str | None = None,
+    inline: bool = False,
 ) -> PresignedDownload:
     """A GET URL (the storage's url()) whose response headers are the service's, whatever
-    the uploader sent."""
+    the uploader sent. ``inline`` (the staff console's previews, of types checked safe by the
+    caller) lets a browser show the bytes rather than save them."""
     expires_at = timezone.now() + timedelta(seconds=expires_in)
     parameters: dict[str, Any] = {
         "ResponseCacheControl": DOWNLOAD_CACHE_CONTROL,
@@ -134,7 +140,9 @@ def presign_get(
         "ResponseContentLanguage": DOWNLOAD_CONTENT_LANGUAGE,
         # No use caching the answer beyond the URL's own life.
         "ResponseExpires": expires_at,
-        "ResponseContentDisposition": content_disposition(filename) if filename else "attachment",
+        "ResponseContentDisposition": "inline"
+        if inline
+        else (content_disposition(filename) if filename else "attachment"),
     }
     if content_type:
         parameters["ResponseContentType"] = content_type
