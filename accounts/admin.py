@@ -24,6 +24,13 @@ from accounts.tenancy import Tenant
 from accounts.usage import RECENT_DAYS, ProjectUsage, project_usage, recent_bandwidth_subquery
 from storage_service.adminperms import ReadOnlyAdmin, StaffView
 
+# The admin is the storage service's console for staff (storage_service/templates/admin).
+admin.site.site_header = "Storage console"
+admin.site.site_title = "Storage console"
+admin.site.index_title = "Projects, files and deliveries"
+# The whole width for the lists: the sidebar repeats the index, one click away.
+admin.site.enable_nav_sidebar = False
+
 
 class ProjectInline(StaffView, admin.TabularInline):
     model = Project
@@ -39,18 +46,6 @@ class OrganizationAdmin(StaffView, admin.ModelAdmin):
     search_fields = ("name", "id")
     readonly_fields = ("id", "created_at")
     inlines = [ProjectInline]
-
-
-class ApiKeyInline(StaffView, admin.TabularInline):
-    model = ApiKey
-    extra = 0
-    fields = ("id", "prefix", "environment", "name", "created_at", "revoked_at")
-    readonly_fields = fields
-    can_delete = False
-    show_change_link = True
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 def _bytes(count: int) -> str:
@@ -115,7 +110,8 @@ class ProjectAdmin(StaffView, admin.ModelAdmin):
         "recent_bandwidth_detail",
     )
     readonly_fields = ("id", "created_at", "storage", "bandwidth", "recent_bandwidth_detail")
-    inlines = [ProjectLimitsInline, ApiKeyInline]
+    # Keys are listed (and issued and revoked) by the console's section of the page.
+    inlines = [ProjectLimitsInline]
     change_form_template = "admin/accounts/project/console_change_form.html"
 
     @admin.display(description="Files")
@@ -193,6 +189,7 @@ class ProjectAdmin(StaffView, admin.ModelAdmin):
                 chart_mode=mode,
                 modes=ApiKey.Environment.values,
                 usage=usage,
+                limits=ProjectLimits.objects.filter(project=project, mode=mode).first(),
                 api_keys=ApiKey.objects.filter(project=project).order_by("-created_at")[:50],
                 can_issue=request.user.has_perm("accounts.add_apikey"),
                 can_revoke=request.user.has_perm("accounts.change_apikey"),

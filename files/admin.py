@@ -126,7 +126,7 @@ class FileAdmin(ReadOnlyAdmin):
         "thumbnail",
         "name",
         "folder",
-        "project",
+        "project_name",
         "mode",
         "status",
         "human_size",
@@ -187,6 +187,10 @@ class FileAdmin(ReadOnlyAdmin):
     @admin.display(description="Folder")
     def folder(self, obj: File) -> str:
         return "/" + shorten(obj.path or "", 40)
+
+    @admin.display(description="Project", ordering="project__name")
+    def project_name(self, obj: File) -> str:
+        return shorten(obj.project.name, 30)
 
     @admin.display(description="Size", ordering="size")
     def human_size(self, obj: File) -> str:
