@@ -135,13 +135,17 @@ class FileAdmin(ReadOnlyAdmin):
     list_display_links = ("name",)
     list_filter = ("status", "mode", ContentFamilyFilter)
     list_select_related = ("project", "current_object")
-    ordering = ("-created_at", "-id")
+    # Ids are time-ordered: newest first, read off the primary key (every other index of files
+    # starts with the project; this list spans every project).
+    ordering = ("-id",)
     change_form_template = "admin/files/file/console_change_form.html"
     # Exact ids (the index), filename substrings, and the project by id or name.
     search_fields = ("=id", "filename", "=project__id", "project__name")
     search_help_text = "A file id, part of a filename, or a project id or name."
-    date_hierarchy = "created_at"
-    show_full_result_count = False  # an exact count of millions of rows on every page is slow
+    # No date drill-down: its year links read every file's date. An exact count of millions
+    # of rows on every page is slow: the pages count to 10,000 rows at most.
+    show_full_result_count = False
+    paginator = console.BoundedPaginator
     actions = [delete_files, restore_files]
     inlines = [FileVersionInline]
     fields = (
@@ -272,6 +276,7 @@ class StoredObjectAdmin(ReadOnlyAdmin):
     list_display = ("id", "project", "state", "declared_type", "size", "created_at", "purged_at")
     list_filter = ("state",)
     search_fields = ("=storage_key", "=project__id")
+    paginator = console.BoundedPaginator
     readonly_fields = (
         "project",
         "storage_key",
