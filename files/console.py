@@ -16,8 +16,8 @@ from typing import Any
 
 from django.core.paginator import Paginator
 from django.db.models import Q
-from django.utils.functional import cached_property
 from django.utils.dateparse import parse_datetime
+from django.utils.functional import cached_property
 from rest_framework import serializers
 
 from accounts.models import ApiKey, Project
