@@ -136,9 +136,9 @@ class ProjectAdmin(StaffView, admin.ModelAdmin):
             *super().get_urls(),
         ]
 
-    def _project_page(self, project: Project) -> HttpResponseRedirect:
+    def _project_page(self, project: Project, mode: str) -> HttpResponseRedirect:
         url = reverse("admin:accounts_project_change", args=[project.id])
-        return HttpResponseRedirect(f"{url}#keys")
+        return HttpResponseRedirect(f"{url}?mode={mode}#keys")
 
     def issue_key_view(self, request: HttpRequest, project_id: str) -> HttpResponse:
         """A full key for one mode: its secret is shown once, in the page's message."""
@@ -148,7 +148,7 @@ class ProjectAdmin(StaffView, admin.ModelAdmin):
         mode = request.POST.get("mode", "")
         if mode not in ApiKey.Environment.values:
             messages.error(request, "Choose live or test.")
-            return self._project_page(project)
+            return self._project_page(project, ApiKey.Environment.LIVE)
         raw_key = generate_key(mode, restricted=False)
         ApiKey.objects.create(
             project=project,
@@ -158,7 +158,7 @@ class ProjectAdmin(StaffView, admin.ModelAdmin):
             prefix=display_prefix(raw_key),
         )
         messages.warning(request, f"New API key (shown once; copy it now): {raw_key}")
-        return self._project_page(project)
+        return self._project_page(project, mode)
 
     def revoke_key_view(self, request: HttpRequest, project_id: str, key_id: str) -> HttpResponse:
         if not request.user.has_perm("accounts.change_apikey"):

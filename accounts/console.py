@@ -113,7 +113,8 @@ def chart_svg(data: History) -> SafeString:
     parts: list[SafeString] = []
     for index, series in enumerate(panels):
         top = index * (PANEL_HEIGHT + GAP) + GAP - 10
-        peak = max(series.values) or 1
+        peak = max(series.values)
+        scale = peak or 1
         parts.append(
             format_html(
                 '<text x="0" y="{}" class="title">{} (now {}, peak {})</text>',
@@ -144,9 +145,9 @@ def chart_svg(data: History) -> SafeString:
                 (
                     (
                         f"{LEFT + i * step + 1:.1f}",
-                        f"{top + PANEL_HEIGHT - value / peak * PANEL_HEIGHT:.1f}",
+                        f"{top + PANEL_HEIGHT - value / scale * PANEL_HEIGHT:.1f}",
                         f"{max(step - 2, 1):.1f}",
-                        f"{value / peak * PANEL_HEIGHT:.1f}",
+                        f"{value / scale * PANEL_HEIGHT:.1f}",
                         index,
                         day.isoformat(),
                         _label(series, value),
