@@ -164,11 +164,12 @@ class ProjectAdmin(StaffView, admin.ModelAdmin):
         if not request.user.has_perm("accounts.change_apikey"):
             raise PermissionDenied
         project = get_object_or_404(Project, id=project_id)
-        count = ApiKey.objects.filter(project=project, id=key_id, revoked_at__isnull=True).update(
+        key = get_object_or_404(ApiKey, project=project, id=key_id)
+        count = ApiKey.objects.filter(id=key.id, revoked_at__isnull=True).update(
             revoked_at=timezone.now()
         )
         messages.success(request, f"Revoked {count} key(s).")
-        return self._project_page(project)
+        return self._project_page(project, key.environment)
 
     def change_view(
         self,
