@@ -273,7 +273,7 @@ class FileAdmin(ReadOnlyAdmin):
 
 @admin.register(StoredObject)
 class StoredObjectAdmin(ReadOnlyAdmin):
-    list_display = ("id", "project", "state", "declared_type", "size", "created_at", "purged_at")
+    list_display = ("id", "project", "state", "short_type", "human_size", "created_at", "purged_at")
     list_filter = ("state",)
     search_fields = ("=storage_key", "=project__id")
     paginator = console.BoundedPaginator
@@ -291,6 +291,14 @@ class StoredObjectAdmin(ReadOnlyAdmin):
         "purged_at",
     )
     show_full_result_count = False
+
+    @admin.display(description="Declared type")
+    def short_type(self, obj: StoredObject) -> str:
+        return shorten(obj.declared_type, 40)
+
+    @admin.display(description="Size", ordering="size")
+    def human_size(self, obj: StoredObject) -> str:
+        return "-" if obj.size is None else filesizeformat(obj.size)
 
 
 @admin.register(Job)

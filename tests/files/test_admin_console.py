@@ -202,3 +202,18 @@ def test_only_staff_reach_the_console(owner: Actor) -> None:
         response = outsider.get(url)
         assert response.status_code == 302 and "/admin/login/" in response["Location"]
     assert login().get("/admin/files/file/browse/proj_missing/").status_code == 404
+
+
+def test_the_hourly_sweep_snapshots_every_tenant(owner: Actor, sibling: Actor) -> None:
+    from django.conf import settings
+
+    from accounts.tasks import snapshot_usage
+
+    uploaded_file(owner, b"abc", filename="a.txt", contentType="text/plain")
+    assert settings.CELERY_BEAT_SCHEDULE["snapshot-usage"]["task"] == snapshot_usage.name
+    assert snapshot_usage() == 4  # two projects, two modes each
+    today = timezone.now().date()
+    mine = UsageSnapshot.objects.get(project=owner.project, mode="test", day=today)
+    assert (mine.storage_bytes, mine.files) == (3, 1)
+    assert snapshot_usage() == 4  # the day's row is updated, not added
+    assert UsageSnapshot.objects.filter(day=today).count() == 4
