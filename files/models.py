@@ -141,6 +141,9 @@ class File(models.Model):
     purged_at = models.DateTimeField(null=True, blank=True)
     # When the expiry sweep deletes the file (as DELETE would); null: never.
     expires_at = models.DateTimeField(null=True, blank=True)
+    # The ThumbHash (base64) of the current version's thumbnail, written by the variant
+    # worker that made it; null until then, and for files that are not images.
+    placeholder = models.CharField(max_length=100, null=True, blank=True)
 
     objects = FileQuerySet.as_manager()
 

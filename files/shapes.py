@@ -41,6 +41,13 @@ class FileJson(TypedDict):
         Timestamp | None,
         JsonSchema(description="When the file deletes itself (`file.expired`); null: never."),
     ]
+    placeholder: Annotated[
+        str | None,
+        JsonSchema(
+            description="A ThumbHash (base64) of the image's thumbnail, to paint before the "
+            "image loads; null until the thumbnail is made, and for files that are not images."
+        ),
+    ]
     uploadedAt: NotRequired[Timestamp]
     checksum: NotRequired[Checksum]
     deletedAt: NotRequired[Timestamp]

@@ -252,6 +252,42 @@ class ServiceUnavailable(ApiError):
     status, code = 503, "SERVICE_UNAVAILABLE"
 
 
+# --- Delivery to the web (delivery keys, signed delivery URLs) -----------------------------
+
+
+class DeliveryKeyLimitReached(ApiError):
+    """An eleventh active delivery key for one project and mode."""
+
+    status, code = 403, "DELIVERY_KEY_LIMIT_REACHED"
+
+
+class DeliveryKeyNotFound(ApiError):
+    status, code = 404, "DELIVERY_KEY_NOT_FOUND"
+
+
+class NoDeliveryKey(ApiError):
+    """A delivery URL asked for while the tenant has no active delivery key to sign it."""
+
+    status, code = 409, "NO_DELIVERY_KEY"
+
+
+class InvalidSignature(ApiError):
+    """A delivery URL whose signature does not match (changed, forged, unknown or revoked
+    key)."""
+
+    status, code = 403, "INVALID_SIGNATURE"
+
+
+class UrlExpired(ApiError):
+    status, code = 403, "URL_EXPIRED"
+
+
+class VariantFailed(ApiError):
+    """A delivery URL's transform whose variant failed: the same parameters fail again."""
+
+    status, code = 422, "VARIANT_FAILED"
+
+
 # --- Rendering -----------------------------------------------------------------------------
 
 _DRF_CODES: dict[type[Exception], tuple[int, str]] = {

@@ -10,6 +10,8 @@ from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
 
 from accounts.views import MeView, UsageView
+from delivery.resolve import resolve as delivery_resolve
+from delivery.views import DeliveryKeyViewSet, DeliveryUrlViewSet
 from files.jobviews import FileBatchViewSet, FolderOperationViewSet, JobViewSet
 from files.views import FileViewSet, FolderViewSet
 from storage_service.errors import handler404 as handler404_view
@@ -25,6 +27,7 @@ uploads = MultipartUploadViewSet.as_view
 U = "v1/uploads/multipart/<str:upload_id>"
 webhooks = WebhookViewSet.as_view
 W = "v1/webhooks/<str:webhook_id>"
+keys = DeliveryKeyViewSet.as_view
 
 urlpatterns = [
     path("v1/me", MeView.as_view()),
@@ -61,6 +64,10 @@ urlpatterns = [
     path(f"{W}/rotate-secret", webhooks({"post": "rotate_secret"})),
     path("v1/events", EventViewSet.as_view({"get": "list"})),
     path("v1/events/<str:event_id>", EventViewSet.as_view({"get": "retrieve"})),
+    path("v1/delivery-keys", keys({"get": "list_keys", "post": "create_key"})),
+    path("v1/delivery-keys/<str:delivery_key_id>", keys({"delete": "revoke_key"})),
+    path(f"{F}/delivery-url", DeliveryUrlViewSet.as_view({"post": "sign_url"})),
+    path("d/<str:key_id>/<str:file_id>/<str:options>/<str:signature>", delivery_resolve),
     path("admin/", admin.site.urls),
     path("v1/openapi.json", SpectacularJSONAPIView.as_view(), name="openapi"),
     path("docs", SpectacularSwaggerView.as_view(url_name="openapi")),

@@ -89,6 +89,7 @@ INSTALLED_APPS = [
     "uploads",
     "variants",
     "webhooks",
+    "delivery",
 ]
 
 MIDDLEWARE = [
@@ -347,7 +348,10 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": False,
     "COMPONENT_SPLIT_PATCH": False,
     # Enums stay where the shapes declare them (no generated "StatusEnum" components).
-    "POSTPROCESSING_HOOKS": ["storage_service.openapi.add_unversioned_paths"],
+    "POSTPROCESSING_HOOKS": [
+        "storage_service.openapi.add_unversioned_paths",
+        "delivery.openapi.add_delivery_path",
+    ],
     "WEBHOOKS": ["webhooks.shapes.EVENT_WEBHOOK"],
     "ENUM_GENERATE_CHOICE_DESCRIPTION": False,
     "SWAGGER_UI_DIST": "SIDECAR",
@@ -575,3 +579,25 @@ CELERY_BEAT_SCHEDULE["sweep-jobs"] = {
     "task": "files.tasks.sweep_jobs",
     "schedule": env_int("SERVICE_JOB_SWEEP_INTERVAL_SECONDS", 30, minimum=1),
 }
+
+
+# --- Delivery to the web (delivery/) -------------------------------------------------------
+# Where delivery URLs live (``{base}/d/…``); empty: on the API's own host.
+SERVICE_DELIVERY_BASE_URL = env_str("SERVICE_DELIVERY_BASE_URL", "")
+# A delivery URL answers the very same Location for this long (its presigned URL lives two
+# windows), so caches of the store's answers hit.
+SERVICE_DELIVERY_WINDOW_SECONDS = env_int(
+    "SERVICE_DELIVERY_WINDOW_SECONDS", 3600, minimum=60, maximum=302_400
+)
+# The longest a redirect of an unpinned URL may be cached: a replace shows within it.
+SERVICE_DELIVERY_CURRENT_MAX_AGE = env_int("SERVICE_DELIVERY_CURRENT_MAX_AGE", 60, minimum=0)
+# An on-demand variant is waited for this long in all, one hold at a time (a request thread
+# is held at most one hold; then the client is sent back to the same URL).
+SERVICE_DELIVERY_TRANSFORM_WAIT_SECONDS = env_int(
+    "SERVICE_DELIVERY_TRANSFORM_WAIT_SECONDS", 10, minimum=0
+)
+SERVICE_DELIVERY_TRANSFORM_HOLD_MS = env_int(
+    "SERVICE_DELIVERY_TRANSFORM_HOLD_MS", 1000, minimum=0, maximum=10_000
+)
+# Resolutions per project per minute, over every API process (Redis); 0 turns it off.
+SERVICE_DELIVERY_RATE_PER_MINUTE = env_int("SERVICE_DELIVERY_RATE_PER_MINUTE", 60_000, minimum=0)

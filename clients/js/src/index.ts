@@ -22,6 +22,12 @@ export {
   type WaitOptions,
 } from "./client.js";
 export * from "./errors.js";
+export {
+  DELIVERY_KEY_ENV,
+  DeliveryKey,
+  type DeliveryUrlOptions,
+  formatOptions,
+} from "./delivery.js";
 export { uploadParts, uploadWithDescriptor, type DescriptorOptions } from "./browser.js";
 export { guessContentType, type UploadSource } from "./source.js";
 export type {

@@ -2,6 +2,26 @@
 // Do not edit: `npm run generate -- <document>` writes it again.
 
 export interface paths {
+    "/d/{key_id}/{file_id}/{options}/{signature}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Resolve a delivery URL (GET or HEAD, no Authorization): a redirect to the bytes in the store
+         * @description Signed by `POST /v1/files/{file_id}/delivery-url` or offline (the guide's "Delivery URLs" section). `302` to a presigned GET of the current version, the pinned version or the variant, the same `Location` for a whole window; `307` back to the same URL while an on-demand variant is being made.
+         */
+        get: operations["delivery_resolve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -31,6 +51,47 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/delivery-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The project's delivery keys in this mode, newest first (never their secrets) */
+        get: operations["delivery_list_keys"];
+        put?: never;
+        /**
+         * Create a delivery key (the answer is the only time its secret is shown)
+         * @description A project has at most 10 active delivery keys in each mode. The key and its secret sign delivery URLs offline (see the guide).
+         */
+        post: operations["delivery_create_key"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/delivery-keys/{delivery_key_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke a delivery key: every URL signed with it stops resolving at once
+         * @description URLs already held by caches (a CDN, a browser) are served from there until their `max-age` runs out.
+         */
+        delete: operations["delivery_revoke_key"];
         options?: never;
         head?: never;
         patch?: never;
@@ -158,6 +219,26 @@ export interface paths {
          * @description The contract's "Files" section.
          */
         post: operations["files_copy"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/files/{file_id}/delivery-url": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sign a delivery URL of a file (cacheable, for <img src> and links)
+         * @description The URL resolves (GET or HEAD, no Authorization) to a 302 to the bytes in the store: the current version, the pinned `version`, or the `transform`'s variant, made on first request. `format: auto` picks AVIF, WebP or JPEG (PNG for images with transparency) by the browser's `Accept`. Signed with `deliveryKeyId`, else the newest active key. The guide documents the URL's form and signature, so a server holding the key signs URLs itself with no API call.
+         */
+        post: operations["delivery_sign_url"];
         delete?: never;
         options?: never;
         head?: never;
@@ -875,10 +956,96 @@ export interface components {
             /** @enum {string} */
             type: "file.created" | "file.uploaded" | "file.downloaded" | "file.replaced" | "file.copied" | "file.renamed" | "file.moved" | "file.metadata_updated" | "file.processed" | "file.processing_failed" | "file.deleted" | "file.restored" | "file.purged" | "file.expired" | "upload.initiated" | "upload.completed" | "upload.aborted" | "webhook_endpoint.disabled" | "folder.moved" | "folder.deleted" | "folder.restored";
         };
+        /** @description A delivery key, as every read shows it: never its secret. `revokedAt` is null while it signs; URLs signed with a revoked key no longer resolve. */
+        DeliveryKey: {
+            /**
+             * Format: date-time
+             * @example 2026-11-22T03:55:04.086Z
+             */
+            createdAt: string;
+            /** @example dk_01m80p9qhfbw0rf406y6kr13qe */
+            id: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T03:55:04.086Z
+             */
+            revokedAt: string | null;
+        };
+        /** @description The new key and its secret, shown this once: sign delivery URLs with both (the guide's "Delivery URLs" section). */
+        DeliveryKeyCreated: {
+            deliveryKey: components["schemas"]["DeliveryKey"];
+            secret: string;
+        };
+        /** @description The contract's `{"data": ...}` envelope. */
+        DeliveryKeyCreatedData: {
+            data: components["schemas"]["DeliveryKeyCreated"];
+        };
+        /** @description The contract's `{"data": ...}` envelope. */
+        DeliveryKeyListData: {
+            data: components["schemas"]["DeliveryKey"][];
+        };
+        DeliveryKeyRevoked: {
+            /** @example dk_01m80p9qhfbw0rf406y6kr13qe */
+            id: string;
+            /** @enum {boolean} */
+            revoked: true;
+        };
+        /** @description The contract's `{"data": ...}` envelope. */
+        DeliveryKeyRevokedData: {
+            data: components["schemas"]["DeliveryKeyRevoked"];
+        };
         /** @description A keyset page: the items, and how to ask for the next page. */
         DeliveryPaged: {
             data: components["schemas"]["Delivery"][];
             pagination: components["schemas"]["Pagination"];
+        };
+        DeliveryTransform: components["schemas"]["DeliveryTransformWithWidth"] | components["schemas"]["DeliveryTransformWithHeight"];
+        /**
+         * @description The parameters of ``POST …/transform`` (each omitted one takes its default there:
+         *     fit ``cover``, format ``webp``, quality 80), plus ``format: "auto"``.
+         */
+        DeliveryTransformWithHeight: {
+            /** @enum {string} */
+            fit?: "cover" | "contain" | "fill" | "inside" | "outside";
+            /** @enum {string} */
+            format?: "webp" | "jpeg" | "png" | "avif" | "auto";
+            height: number;
+            quality?: number;
+            width?: number;
+        };
+        /**
+         * @description The parameters of ``POST …/transform`` (each omitted one takes its default there:
+         *     fit ``cover``, format ``webp``, quality 80), plus ``format: "auto"``.
+         */
+        DeliveryTransformWithWidth: {
+            /** @enum {string} */
+            fit?: "cover" | "contain" | "fill" | "inside" | "outside";
+            /** @enum {string} */
+            format?: "webp" | "jpeg" | "png" | "avif" | "auto";
+            height?: number;
+            quality?: number;
+            width: number;
+        };
+        /** @description A signed delivery URL (`/d/…`), valid until `expiresAt` (null: it never expires), or until its key is revoked. */
+        DeliveryUrl: {
+            /**
+             * Format: date-time
+             * @example 2026-11-22T03:55:04.086Z
+             */
+            expiresAt: string | null;
+            /** Format: uri */
+            url: string;
+        };
+        /**
+         * @description Everything optional: ``{}`` signs the file's current version, unchanged, forever, with
+         *     the newest active key.
+         */
+        DeliveryUrlRequest: {
+            deliveryKeyId?: string;
+            /** @description Seconds the URL stays valid; null or absent: it never expires. */
+            expiresInSeconds?: number | null;
+            transform?: components["schemas"]["DeliveryTransform"];
+            version?: number;
         };
         /** @description A presigned GET of the bytes, valid until `expiresAt`. */
         DownloadUrl: {
@@ -985,6 +1152,8 @@ export interface components {
             } | null;
             /** @description The folder; null at the root. */
             path: string | null;
+            /** @description A ThumbHash (base64) of the image's thumbnail, to paint before the image loads; null until the thumbnail is made, and for files that are not images. */
+            placeholder: string | null;
             size: number;
             /** @enum {string} */
             status: "pending" | "uploaded" | "failed" | "deleted";
@@ -1599,6 +1768,139 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    delivery_resolve: {
+        parameters: {
+            query?: {
+                /** @description Set by the service's own 307: how long the client has waited for the variant, in milliseconds. */
+                waited?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The file's id (`file_…`). */
+                file_id: string;
+                /** @description The delivery key's id (`dk_…`). */
+                key_id: string;
+                /** @description `-`, or the signed options (`width=400,format=auto,…`). */
+                options: string;
+                /** @description The URL's HMAC-SHA256, base64url without padding. */
+                signature: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description To the bytes in the store. */
+            302: {
+                headers: {
+                    "Cache-Control"?: string;
+                    Location?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The variant is being made: ask the Location (the same URL). */
+            307: {
+                headers: {
+                    "Cache-Control"?: string;
+                    Location?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The signed transform is invalid (`VALIDATION_ERROR`). */
+            400: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `INVALID_SIGNATURE` (changed, forged, unknown or revoked key) or `URL_EXPIRED`. */
+            403: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `FILE_NOT_FOUND`: missing, another tenant's, deleted or purged. */
+            404: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Only GET and HEAD (`METHOD_NOT_ALLOWED`). */
+            405: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `VARIANT_LIMIT_REACHED` or `FILE_NOT_UPLOADED`. */
+            409: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `VARIANT_FAILED` or `NOT_PROCESSABLE`. */
+            422: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `RATE_LIMITED`: the project's resolutions per minute; `Retry-After`. */
+            429: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `VARIANT_NOT_READY` (with `Retry-After`) or `SERVICE_UNAVAILABLE`. */
+            503: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     healthz: {
         parameters: {
             query?: never;
@@ -1655,6 +1957,267 @@ export interface operations {
             /** @description A dependency did not answer (`SERVICE_UNAVAILABLE`). */
             503: {
                 headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    delivery_list_keys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryKeyListData"];
+                };
+            };
+            /** @description Codes: `UNAUTHENTICATED` */
+            401: {
+                headers: {
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `INSUFFICIENT_SCOPE` */
+            403: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description Seconds until the key's next one-minute window. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `SERVICE_UNAVAILABLE` */
+            503: {
+                headers: {
+                    /** @description With `SERVICE_UNAVAILABLE`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    delivery_create_key: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["EmptyRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryKeyCreatedData"];
+                };
+            };
+            /** @description Codes: `VALIDATION_ERROR` */
+            400: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `UNAUTHENTICATED` */
+            401: {
+                headers: {
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `DELIVERY_KEY_LIMIT_REACHED`, `INSUFFICIENT_SCOPE` */
+            403: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `PAYLOAD_TOO_LARGE` */
+            413: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `VALIDATION_ERROR` */
+            415: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description Seconds until the key's next one-minute window. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `SERVICE_UNAVAILABLE` */
+            503: {
+                headers: {
+                    /** @description With `SERVICE_UNAVAILABLE`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    delivery_revoke_key: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A `dk_` id. */
+                delivery_key_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryKeyRevokedData"];
+                };
+            };
+            /** @description Codes: `UNAUTHENTICATED` */
+            401: {
+                headers: {
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `INSUFFICIENT_SCOPE` */
+            403: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `DELIVERY_KEY_NOT_FOUND` */
+            404: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description Seconds until the key's next one-minute window. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `SERVICE_UNAVAILABLE` */
+            503: {
+                headers: {
+                    /** @description With `SERVICE_UNAVAILABLE`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
                     /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -2462,6 +3025,149 @@ export interface operations {
             };
             /** @description Codes: `VALIDATION_ERROR` */
             415: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description Seconds until the key's next one-minute window. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `SERVICE_UNAVAILABLE` */
+            503: {
+                headers: {
+                    /** @description With `SERVICE_UNAVAILABLE`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    delivery_sign_url: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A `file_` id. */
+                file_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["DeliveryUrlRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryUrl"];
+                };
+            };
+            /** @description Codes: `VALIDATION_ERROR` */
+            400: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `UNAUTHENTICATED` */
+            401: {
+                headers: {
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `INSUFFICIENT_SCOPE` */
+            403: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `FILE_NOT_FOUND`, `DELIVERY_KEY_NOT_FOUND` */
+            404: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `FILE_NOT_UPLOADED`, `NO_DELIVERY_KEY` */
+            409: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `PAYLOAD_TOO_LARGE` */
+            413: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `VALIDATION_ERROR` */
+            415: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `NOT_PROCESSABLE` */
+            422: {
                 headers: {
                     /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
                     "X-Request-Id"?: string;
