@@ -7,7 +7,7 @@ from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.defaultfilters import filesizeformat
 from django.urls import URLPattern, path, reverse
@@ -20,9 +20,11 @@ from accounts.keys import display_prefix, generate_key, hash_key
 from accounts.limits import clean_allowed_types
 from accounts.models import ApiKey, BandwidthUsage, Organization, Project, ProjectLimits
 from accounts.scopes import SCOPE_HELP, SCOPES, parse_scopes
+from accounts.services import api_key_issue, api_key_revoke
 from accounts.tenancy import Tenant
 from accounts.usage import RECENT_DAYS, ProjectUsage, project_usage, recent_bandwidth_subquery
 from storage_service.adminperms import ReadOnlyAdmin, StaffView
+from storage_service.errors import ApiError
 
 # The admin is the storage service's console for staff (storage_service/templates/admin).
 admin.site.site_header = "Storage console"
@@ -124,12 +126,12 @@ class ProjectAdmin(StaffView, admin.ModelAdmin):
         wrap = self.admin_site.admin_view
         return [
             path(
-                "<str:project_id>/keys/issue/",
+                "<str:project_id>/keys/<slug:kind>/issue/",
                 wrap(require_POST(self.issue_key_view)),
                 name="accounts_project_issue_key",
             ),
             path(
-                "<str:project_id>/keys/<str:key_id>/revoke/",
+                "<str:project_id>/keys/<slug:kind>/<str:key_id>/revoke/",
                 wrap(require_POST(self.revoke_key_view)),
                 name="accounts_project_revoke_key",
             ),
@@ -140,36 +142,44 @@ class ProjectAdmin(StaffView, admin.ModelAdmin):
         url = reverse("admin:accounts_project_change", args=[project.id])
         return HttpResponseRedirect(f"{url}?mode={mode}#keys")
 
-    def issue_key_view(self, request: HttpRequest, project_id: str) -> HttpResponse:
-        """A full key for one mode: its secret is shown once, in the page's message."""
-        if not request.user.has_perm("accounts.add_apikey"):
+    def issue_key_view(self, request: HttpRequest, project_id: str, kind: str) -> HttpResponse:
+        """Issue a key of one kind for one mode: its secret is shown once, in the message."""
+        key_kind = console.key_kinds.get(kind)
+        if key_kind is None:
+            raise Http404("No such kind of key.")
+        if not request.user.has_perm(key_kind.add_permission):
             raise PermissionDenied
         project = get_object_or_404(Project, id=project_id)
         mode = request.POST.get("mode", "")
         if mode not in ApiKey.Environment.values:
             messages.error(request, "Choose live or test.")
             return self._project_page(project, ApiKey.Environment.LIVE)
-        raw_key = generate_key(mode, restricted=False)
-        ApiKey.objects.create(
-            project=project,
-            environment=mode,
-            name=(request.POST.get("name") or "")[:100],
-            key_hash=hash_key(raw_key),
-            prefix=display_prefix(raw_key),
-        )
-        messages.warning(request, f"New API key (shown once; copy it now): {raw_key}")
+        try:
+            secret = key_kind.issue(project, mode, (request.POST.get("name") or "")[:100])
+        except ApiError as exc:
+            messages.error(request, exc.message)
+        else:
+            messages.warning(
+                request, f"New {key_kind.title[:-1].lower()} (shown once; copy it now): {secret}"
+            )
         return self._project_page(project, mode)
 
-    def revoke_key_view(self, request: HttpRequest, project_id: str, key_id: str) -> HttpResponse:
-        if not request.user.has_perm("accounts.change_apikey"):
+    def revoke_key_view(
+        self, request: HttpRequest, project_id: str, kind: str, key_id: str
+    ) -> HttpResponse:
+        key_kind = console.key_kinds.get(kind)
+        if key_kind is None:
+            raise Http404("No such kind of key.")
+        if not request.user.has_perm(key_kind.change_permission):
             raise PermissionDenied
         project = get_object_or_404(Project, id=project_id)
-        key = get_object_or_404(ApiKey, project=project, id=key_id)
-        count = ApiKey.objects.filter(id=key.id, revoked_at__isnull=True).update(
-            revoked_at=timezone.now()
-        )
-        messages.success(request, f"Revoked {count} key(s).")
-        return self._project_page(project, key.environment)
+        try:
+            mode = key_kind.revoke(project, key_id)
+        except ApiError as exc:
+            messages.error(request, exc.message)
+            return self._project_page(project, ApiKey.Environment.LIVE)
+        messages.success(request, f"Revoked {key_kind.title[:-1].lower()} {key_id}.")
+        return self._project_page(project, mode)
 
     def change_view(
         self,
@@ -191,9 +201,15 @@ class ProjectAdmin(StaffView, admin.ModelAdmin):
                 modes=ApiKey.Environment.values,
                 usage=usage,
                 limits=ProjectLimits.objects.filter(project=project, mode=mode).first(),
-                api_keys=ApiKey.objects.filter(project=project).order_by("-created_at")[:50],
-                can_issue=request.user.has_perm("accounts.add_apikey"),
-                can_revoke=request.user.has_perm("accounts.change_apikey"),
+                key_sections=[
+                    {
+                        "kind": kind,
+                        "rows": kind.rows(project),
+                        "can_issue": request.user.has_perm(kind.add_permission),
+                        "can_revoke": request.user.has_perm(kind.change_permission),
+                    }
+                    for kind in console.key_kinds.values()
+                ],
                 browse_url=reverse("admin:files_file_browse", args=[project.id]),
             )
         return super().change_view(request, object_id, form_url, extra)
@@ -357,3 +373,40 @@ class BandwidthUsageAdmin(ReadOnlyAdmin):
     ordering = ("-day", "project")
     list_select_related = ("project",)
     date_hierarchy = "day"
+
+
+def _api_key_rows(project: Project) -> list[console.KeyRow]:
+    return [
+        console.KeyRow(
+            id=key.id,
+            label=key.prefix,
+            mode=key.environment,
+            name=key.name,
+            created_at=key.created_at,
+            revoked_at=key.revoked_at,
+            url=reverse("admin:accounts_apikey_change", args=[key.pk]),
+        )
+        for key in ApiKey.objects.filter(project=project).order_by("-created_at")[:50]
+    ]
+
+
+def _api_key_issue(project: Project, mode: str, name: str) -> str:
+    return api_key_issue(project=project, environment=mode, name=name).raw_key
+
+
+def _api_key_revoke(project: Project, key_id: str) -> str:
+    key = get_object_or_404(ApiKey, project=project, id=key_id)
+    return api_key_revoke(key_id=key.id).environment
+
+
+console.key_kind(
+    console.KeyKind(
+        slug="api",
+        title="API keys",
+        rows=_api_key_rows,
+        issue=_api_key_issue,
+        revoke=_api_key_revoke,
+        add_permission="accounts.add_apikey",
+        change_permission="accounts.change_apikey",
+    )
+)

@@ -8,8 +8,9 @@ without a snapshot is drawn as the day before it (usage does not vanish between 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 
 from django.db.models import QuerySet
 from django.template.defaultfilters import filesizeformat
@@ -181,3 +182,44 @@ def chart_svg(data: History) -> SafeString:
         RECENT_DAYS,
         SafeString("".join(parts)),
     )
+
+
+# --- Keys on the project's page --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KeyRow:
+    id: str
+    label: str  # what identifies the key to staff (a display prefix, an id); never a secret
+    mode: str
+    name: str
+    created_at: datetime
+    revoked_at: datetime | None
+    url: str | None = None  # the key's own admin page
+
+
+@dataclass(frozen=True)
+class KeyKind:
+    """One kind of credential the project's page lists, issues and revokes (API keys here;
+    other apps register theirs with ``key_kind``, as models register with the admin site).
+
+    ``issue`` returns the secret, shown once; ``revoke`` revokes one key of the project, and
+    both refuse with an ApiError the page shows. Issuing needs the model's add permission,
+    revoking its change permission (superusers hold both)."""
+
+    slug: str
+    title: str
+    rows: Callable[[Project], list[KeyRow]]
+    issue: Callable[[Project, str, str], str]  # (project, mode, name) -> secret
+    revoke: Callable[[Project, str], str]  # (project, key id) -> the key's mode
+    add_permission: str
+    change_permission: str
+    named: bool = True  # the issue form asks for a name
+
+
+key_kinds: dict[str, KeyKind] = {}
+
+
+def key_kind(kind: KeyKind) -> KeyKind:
+    key_kinds[kind.slug] = kind
+    return kind

@@ -162,7 +162,7 @@ def test_the_project_page_charts_usage_and_lists_limits(owner: Actor) -> None:
 
 def test_staff_issue_and_revoke_a_key_on_the_project_page(owner: Actor) -> None:
     client = login()
-    url = f"/admin/accounts/project/{owner.project.id}/keys/issue/"
+    url = f"/admin/accounts/project/{owner.project.id}/keys/api/issue/"
     response = client.post(url, {"mode": "live", "name": "console"})
     assert response.status_code == 302
     shown = " ".join(str(m) for m in get_messages(response.wsgi_request))
@@ -173,7 +173,7 @@ def test_staff_issue_and_revoke_a_key_on_the_project_page(owner: Actor) -> None:
     assert raw.group(0) in client.get(project_page).content.decode()  # the one time
     page = client.get(project_page).content.decode()
     assert raw.group(0) not in page and key.prefix in page
-    revoke = f"/admin/accounts/project/{owner.project.id}/keys/{key.id}/revoke/"
+    revoke = f"/admin/accounts/project/{owner.project.id}/keys/api/{key.id}/revoke/"
     assert client.get(revoke).status_code == 405
     assert client.post(revoke).status_code == 302
     key.refresh_from_db()
@@ -183,10 +183,10 @@ def test_staff_issue_and_revoke_a_key_on_the_project_page(owner: Actor) -> None:
 def test_staff_without_permissions_look_but_do_not_change(owner: Actor) -> None:
     viewer = login(superuser=False)
     assert viewer.get(f"/admin/accounts/project/{owner.project.id}/change/").status_code == 200
-    url = f"/admin/accounts/project/{owner.project.id}/keys/issue/"
+    url = f"/admin/accounts/project/{owner.project.id}/keys/api/issue/"
     assert viewer.post(url, {"mode": "live"}).status_code == 403
     key = ApiKey.objects.get(project=owner.project)
-    revoke = f"/admin/accounts/project/{owner.project.id}/keys/{key.id}/revoke/"
+    revoke = f"/admin/accounts/project/{owner.project.id}/keys/api/{key.id}/revoke/"
     assert viewer.post(revoke).status_code == 403
     key.refresh_from_db()
     assert key.revoked_at is None
@@ -197,7 +197,7 @@ def test_only_staff_reach_the_console(owner: Actor) -> None:
     for url in (
         f"/admin/files/file/browse/{owner.project.id}/",
         f"/admin/accounts/project/{owner.project.id}/change/",
-        f"/admin/accounts/project/{owner.project.id}/keys/issue/",
+        f"/admin/accounts/project/{owner.project.id}/keys/api/issue/",
     ):
         response = outsider.get(url)
         assert response.status_code == 302 and "/admin/login/" in response["Location"]
@@ -217,3 +217,30 @@ def test_the_hourly_sweep_snapshots_every_tenant(owner: Actor, sibling: Actor) -
     assert (mine.storage_bytes, mine.files) == (3, 1)
     assert snapshot_usage() == 4  # the day's row is updated, not added
     assert UsageSnapshot.objects.filter(day=today).count() == 4
+
+
+def test_staff_issue_and_revoke_a_delivery_key_on_the_project_page(owner: Actor) -> None:
+    from delivery.models import DeliveryKey
+
+    client = login()
+    base = f"/admin/accounts/project/{owner.project.id}/keys/delivery"
+    response = client.post(f"{base}/issue/", {"mode": "test"})
+    assert response.status_code == 302 and "mode=test" in response["Location"]
+    shown = " ".join(str(m) for m in get_messages(response.wsgi_request))
+    secret = re.search(r"dsec_[A-Za-z0-9_-]+", shown)
+    assert secret is not None
+    key = DeliveryKey.objects.get(project=owner.project, mode="test")
+    listed = owner.get("/v1/delivery-keys").json()["data"]  # the tenant's key, for the API too
+    assert [item["id"] for item in listed] == [key.id]
+    project_page = f"/admin/accounts/project/{owner.project.id}/change/?mode=test"
+    assert secret.group(0) in client.get(project_page).content.decode()  # the one time
+    page = client.get(project_page).content.decode()
+    assert key.id in page and secret.group(0) not in page
+    assert client.post(f"{base}/{key.id}/revoke/").status_code == 302
+    key.refresh_from_db()
+    assert key.revoked_at is not None
+    assert client.post(f"{base}/dk_unknown/revoke/").status_code == 404
+    assert (
+        client.post(f"/admin/accounts/project/{owner.project.id}/keys/nope/issue/").status_code
+        == 404
+    )

@@ -93,11 +93,12 @@ test("downloads the first version of the file", async () => {
   assert.ok(report.downloaded > 0);
 });
 
-test("issues a key (shown once) and revokes it", async () => {
+test("issues an API key (shown once) and revokes it", async () => {
   await page.goto(`${API_URL}/admin/accounts/project/${PROJECT_ID}/change/?mode=test`);
-  await page.selectOption("#issue-mode", "test");
-  await page.fill("#issue-name", "console-browser");
-  await Promise.all([page.waitForLoadState("load"), page.click("#issue-key-button")]);
+  const section = page.locator("#keys-api");
+  await section.locator(".issue-mode").selectOption("test");
+  await section.locator(".issue-name").fill("console-browser");
+  await Promise.all([page.waitForLoadState("load"), section.locator(".issue-button").click()]);
   const issued = /(sk_test_[A-Za-z0-9_-]{43})/.exec(await page.textContent("ul.messagelist"))?.[1];
   assert.ok(issued, "the secret is shown");
   report.keyPrefix = issued.slice(0, 16);
@@ -107,12 +108,30 @@ test("issues a key (shown once) and revokes it", async () => {
   assert.equal(me.status, 200);
   await page.reload();
   assert.ok(!(await page.content()).includes(issued), "shown once only");
-  const row = page.locator(`tr.key-row[data-prefix="${report.keyPrefix}"]`);
+  const row = page.locator(`tr.key-row[data-kind="api"][data-label="${report.keyPrefix}"]`);
   await Promise.all([page.waitForLoadState("load"), row.locator("button.revoke").click()]);
-  assert.match(await page.textContent("ul.messagelist"), /Revoked 1 key/);
+  assert.match(await page.textContent("ul.messagelist"), /Revoked api key/);
   await screenshot(page, "console-07-key-revoked");
   const after = await fetch(`${API_URL}/v1/me`, { headers: { Authorization: `Bearer ${issued}` } });
   assert.equal(after.status, 401);
+});
+
+test("issues a delivery key (shown once) and revokes it", async () => {
+  const section = page.locator("#keys-delivery");
+  await section.locator(".issue-mode").selectOption("test");
+  await Promise.all([page.waitForLoadState("load"), section.locator(".issue-button").click()]);
+  const secret = /(dsec_[A-Za-z0-9_-]{43})/.exec(await page.textContent("ul.messagelist"))?.[1];
+  assert.ok(secret, "the secret is shown");
+  await screenshot(page, "console-08-delivery-key-issued");
+  await page.reload();
+  assert.ok(!(await page.content()).includes(secret), "shown once only");
+  const row = page.locator('#keys-delivery tr.key-row:has(button.revoke)');
+  assert.equal(await row.count(), 1);
+  report.deliveryKey = await row.getAttribute("data-label");
+  await Promise.all([page.waitForLoadState("load"), row.locator("button.revoke").click()]);
+  assert.match(await page.textContent("ul.messagelist"), /Revoked delivery key/);
+  await screenshot(page, "console-09-delivery-key-revoked");
+  await fits("delivery-key-revoked");
 });
 
 test("no admin list or page scrolls sideways at 1366 px", async () => {

@@ -12,6 +12,7 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 
 from accounts.models import ApiKey, BandwidthUsage
+from delivery.models import DeliveryKey
 from tests.factories import Actor, image_bytes
 from tests.helpers import put_to, uploaded_file
 from tests.js.browser.conftest import run_browser
@@ -57,14 +58,17 @@ def test_staff_use_the_storage_console(api_base: str, actor: Actor) -> None:
         timeout=240,
     )
     assert run.returncode == 0, run.output
-    assert run.counts.get("fail") == 0 and run.counts.get("pass") == 6, run.output
+    assert run.counts.get("fail") == 0 and run.counts.get("pass") == 7, run.output
 
     report = json.loads((ARTIFACTS / "console-report.json").read_text())
     assert report["naturalWidth"] == 120  # the current version's preview
     assert report["downloaded"] == len(first) and report["suggested"] == "sunset.png"
     key = ApiKey.objects.get(project=actor.project, name="console-browser")
     assert key.prefix == report["keyPrefix"] and key.revoked_at is not None
+    delivery_key = DeliveryKey.objects.get(id=report["deliveryKey"])
+    assert delivery_key.project == actor.project and delivery_key.revoked_at is not None
     assert all(width <= 1366 for width in report["widths"].values()), report["widths"]
     assert len(report["widths"]) >= 10
-    for name in ("01-index", "02-project", "04-browse-folder", "05-file", "07-key-revoked"):
+    shots = ("01-index", "02-project", "04-browse-folder", "05-file", "07-key", "09-delivery")
+    for name in shots:
         assert any(ARTIFACTS.glob(f"console-{name}*.png")), name
