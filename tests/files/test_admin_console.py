@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
+from urllib.parse import unquote
 
 import requests
 from django.contrib.auth.models import User
@@ -88,7 +89,7 @@ def test_the_browser_pages_by_cursor_newest_first(owner: Actor) -> None:
     assert after is not None
     page2 = client.get(
         f"/admin/files/file/browse/{owner.project.id}/",
-        {"mode": "test", "after": requests.utils.unquote(after.group(1))},
+        {"mode": "test", "after": unquote(after.group(1))},
     ).content.decode()
     assert "first.txt" in page2 and "bulk-54.txt" not in page2
 
