@@ -131,8 +131,7 @@ def presign_get(
     inline: bool = False,
 ) -> PresignedDownload:
     """A GET URL (the storage's url()) whose response headers are the service's, whatever
-    the uploader sent. ``inline`` (the staff console's previews, of types checked safe by the
-    caller) lets a browser show the bytes rather than save them."""
+    the uploader sent."""
     expires_at = timezone.now() + timedelta(seconds=expires_in)
     parameters: dict[str, Any] = {
         "ResponseCacheControl": DOWNLOAD_CACHE_CONTROL,
@@ -140,6 +139,7 @@ def presign_get(
         "ResponseContentLanguage": DOWNLOAD_CONTENT_LANGUAGE,
         # No use caching the answer beyond the URL's own life.
         "ResponseExpires": expires_at,
+        # inline: the staff console's previews, of types the caller checked safe to render.
         "ResponseContentDisposition": "inline"
         if inline
         else (content_disposition(filename) if filename else "attachment"),
