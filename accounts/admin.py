@@ -217,11 +217,9 @@ class ProjectAdmin(StaffView, admin.ModelAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet[Project]:
         return super().get_queryset(request).annotate(recent_bandwidth=recent_bandwidth_subquery())
 
-    @admin.display(
-        description=f"Bandwidth, last {RECENT_DAYS} days (bytes)", ordering="recent_bandwidth"
-    )
-    def recent_bandwidth(self, obj: Project) -> int:
-        return getattr(obj, "recent_bandwidth", 0)
+    @admin.display(description=f"Bandwidth, last {RECENT_DAYS} days", ordering="recent_bandwidth")
+    def recent_bandwidth(self, obj: Project) -> str:
+        return filesizeformat(getattr(obj, "recent_bandwidth", 0))
 
     def _usage(self, obj: Project) -> dict[str, ProjectUsage]:
         """Usage per mode, live first: test and live are separate data, counted apart.
