@@ -16,7 +16,7 @@ from django.utils import timezone
 from accounts.console import history
 from accounts.models import ApiKey, BandwidthUsage, UsageSnapshot
 from files.models import File
-from tests.factories import Actor, png_bytes
+from tests.factories import Actor, pdf_bytes, png_bytes
 from tests.helpers import uploaded_file
 
 HOSTILE = "<img src=x onerror=alert(1)>" + "y" * 300
@@ -29,6 +29,12 @@ def login(*, superuser: bool = True, staff: bool = True) -> Client:
         user = User.objects.create_user("viewer", "v@example.test", "pw", is_staff=staff)
     client = Client()
     client.force_login(user)
+    return client
+
+
+def login_again() -> Client:
+    client = Client()
+    client.force_login(User.objects.get(username="ops"))
     return client
 
 
@@ -112,11 +118,28 @@ def test_a_file_page_previews_safe_types_and_downloads_every_version(owner: Acto
     assert "file.uploaded" in html  # the file's events
 
 
+def test_a_pdf_is_shown_in_a_frame_from_the_store(owner: Actor) -> None:
+    document = pdf_bytes()
+    file = uploaded_file(owner, document, filename="doc.pdf", contentType="application/pdf")
+    html = login().get(f"/admin/files/file/{file['id']}/change/").content.decode()
+    frame = re.search(r'<iframe title="PDF preview" src="([^"]+)"', html)
+    assert frame is not None
+    fetched = requests.get(frame.group(1).replace("&amp;", "&"), timeout=10)
+    assert fetched.content == document
+    assert fetched.headers["Content-Type"] == "application/pdf"
+    assert fetched.headers["Content-Disposition"] == "inline"
+
+
 def test_svg_and_html_are_download_only(owner: Actor) -> None:
     svg = b'<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>'
     file = uploaded_file(owner, svg, filename="x.svg", contentType="image/svg+xml")
     html = login().get(f"/admin/files/file/{file['id']}/change/").content.decode()
     assert 'id="preview-image"' not in html and "<iframe" not in html
+    page = uploaded_file(
+        owner, b"<html><script>alert(1)</script></html>", filename="x.html", contentType="text/html"
+    )
+    shown = login_again().get(f"/admin/files/file/{page['id']}/change/").content.decode()
+    assert "<iframe" not in shown and "offered as a download only" in shown
     assert "offered as a download only" in html
     assert "Download the current version" in html
 
