@@ -4,6 +4,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.utils import quote, unquote
 from django.core.exceptions import PermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import QuerySet
@@ -139,7 +140,7 @@ class ProjectAdmin(StaffView, admin.ModelAdmin):
         ]
 
     def _project_page(self, project: Project, mode: str) -> HttpResponseRedirect:
-        url = reverse("admin:accounts_project_change", args=[project.id])
+        url = reverse("admin:accounts_project_change", args=[quote(project.id)])
         return HttpResponseRedirect(f"{url}?mode={mode}#keys")
 
     def issue_key_view(self, request: HttpRequest, project_id: str, kind: str) -> HttpResponse:
@@ -189,7 +190,7 @@ class ProjectAdmin(StaffView, admin.ModelAdmin):
         extra_context: dict[str, Any] | None = None,
     ) -> HttpResponse:
         extra: dict[str, Any] = dict(extra_context or {})
-        project = Project.objects.filter(id=object_id).first()
+        project = Project.objects.filter(id=unquote(object_id)).first()
         if project is not None and self.has_view_permission(request, project):
             mode = request.GET.get("mode")
             mode = mode if mode in ApiKey.Environment.values else ApiKey.Environment.LIVE
@@ -382,7 +383,7 @@ def _api_key_rows(project: Project) -> list[console.KeyRow]:
             name=key.name,
             created_at=key.created_at,
             revoked_at=key.revoked_at,
-            url=reverse("admin:accounts_apikey_change", args=[key.pk]),
+            url=reverse("admin:accounts_apikey_change", args=[quote(key.pk)]),
         )
         for key in ApiKey.objects.filter(project=project).order_by("-created_at")[:50]
     ]

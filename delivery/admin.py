@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.contrib.admin.utils import quote
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
@@ -60,7 +61,7 @@ def _delivery_key_rows(project: Project) -> list[KeyRow]:
             name="",
             created_at=key.created_at,
             revoked_at=key.revoked_at,
-            url=reverse("admin:delivery_deliverykey_change", args=[key.pk]),
+            url=reverse("admin:delivery_deliverykey_change", args=[quote(key.pk)]),
         )
         for key in DeliveryKey.objects.filter(project=project).order_by("-id")[:50]
     ]

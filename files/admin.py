@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 from django.contrib import admin
 from django.contrib.admin.options import InlineModelAdmin
+from django.contrib.admin.utils import quote, unquote
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
@@ -236,7 +237,7 @@ class FileAdmin(ReadOnlyAdmin):
                     "type": shorten(file.content_type, 40),
                     "size": filesizeformat(file.size),
                     "thumbnail": console.thumbnail_url(file),
-                    "url": reverse("admin:files_file_change", args=[file.id]),
+                    "url": reverse("admin:files_file_change", args=[quote(file.id)]),
                 }
                 for file in page.files
             ],
@@ -258,7 +259,11 @@ class FileAdmin(ReadOnlyAdmin):
         form_url: str = "",
         extra_context: dict[str, Any] | None = None,
     ) -> HttpResponse:
-        file = File.objects.select_related("current_object", "project").filter(id=object_id).first()
+        file = (
+            File.objects.select_related("current_object", "project")
+            .filter(id=unquote(object_id))
+            .first()
+        )
         extra: dict[str, Any] = dict(extra_context or {})
         if file is not None and self.has_view_permission(request, file):
             events = file_events(file_id=file.id, project_id=file.project_id)

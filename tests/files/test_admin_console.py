@@ -8,6 +8,7 @@ from datetime import timedelta
 from urllib.parse import unquote
 
 import requests
+from django.contrib.admin.utils import quote
 from django.contrib.auth.models import User
 from django.contrib.messages import get_messages
 from django.test import Client
@@ -63,7 +64,7 @@ def test_the_browser_walks_folders_as_the_api_does(owner: Actor, sibling: Actor)
     reports = browse(client, owner, path="reports")
     assert "📁 2026" in reports and "top.txt" not in reports
     leaf = browse(client, owner, path="reports/2026")
-    assert "deep.txt" in leaf and f"/admin/files/file/{deep['id']}/change/" in leaf
+    assert "deep.txt" in leaf and f"/admin/files/file/{quote(deep['id'])}/change/" in leaf
     assert top["id"] and theirs["id"]
     # An invalid path answers the root, saying why, never a 500.
     bad = browse(client, owner, path="../etc/" + "x" * 5000)
@@ -103,7 +104,8 @@ def test_the_browser_pages_by_cursor_newest_first(owner: Actor) -> None:
 def test_a_file_page_previews_safe_types_and_downloads_every_version(owner: Actor) -> None:
     image = uploaded_file(owner, png_bytes(), filename="pic.png", contentType="image/png")
     client = login()
-    html = client.get(f"/admin/files/file/{image['id']}/change/").content.decode()
+    # The admin's own links quote the id (file_5F01…): the page finds the file either way.
+    html = client.get(f"/admin/files/file/{quote(image['id'])}/change/").content.decode()
     preview = re.search(r'id="preview-image" src="([^"]+)"', html)
     assert preview is not None
     fetched = requests.get(preview.group(1).replace("&amp;", "&"), timeout=10)
@@ -256,7 +258,7 @@ def test_staff_issue_and_revoke_a_delivery_key_on_the_project_page(owner: Actor)
     key = DeliveryKey.objects.get(project=owner.project, mode="test")
     listed = owner.get("/v1/delivery-keys").json()["data"]  # the tenant's key, for the API too
     assert [item["id"] for item in listed] == [key.id]
-    project_page = f"/admin/accounts/project/{owner.project.id}/change/?mode=test"
+    project_page = f"/admin/accounts/project/{quote(owner.project.id)}/change/?mode=test"
     assert secret.group(0) in client.get(project_page).content.decode()  # the one time
     page = client.get(project_page).content.decode()
     assert key.id in page and secret.group(0) not in page

@@ -36,6 +36,15 @@ def test_staff_use_the_storage_console(api_base: str, actor: Actor) -> None:
     assert put_to(started["upload"], second).status_code == 200
     assert actor.post(f"/v1/files/{image['id']}/replace/complete").status_code == 200
     uploaded_file(actor, b"notes", filename="notes.txt", contentType="text/plain")
+    # Long unbroken values a client may send: every page must still fit 1366 px.
+    uploaded_file(
+        actor,
+        b"long",
+        filename="N" * 250 + ".txt",
+        contentType="text/plain",
+        path="long/" + "P" * 200,
+        metadata={"note": "M" * 500},
+    )
     today = timezone.now().date()
     for days in range(0, 30, 3):
         BandwidthUsage.objects.create(
