@@ -17,7 +17,7 @@ from delivery import signing
 from delivery.models import DeliveryKey
 from delivery.secret import new_salt, secret_of
 from delivery.selectors import delivery_key_get
-from files.models import FileVersion
+from files.models import File, FileVersion
 from files.selectors import file_get
 from storage_service.errors import (
     DeliveryKeyLimitReached,
@@ -112,7 +112,7 @@ def delivery_url_sign(
        one (409 NO_DELIVERY_KEY when there is none).
     """
     file = file_get(tenant=tenant, file_id=file_id)
-    if file.status != file.Status.UPLOADED:
+    if file.status != File.Status.UPLOADED:
         raise FileNotUploaded(f"The file is {file.status}; only an uploaded file is delivered.")
     sniffed_type, size = file.sniffed_type, file.size
     if version is not None and version != file.version:

@@ -88,7 +88,10 @@ def signature(secret: str, key_id: str, file_id: str, options: str) -> str:
 
 
 def signature_matches(secret: str, key_id: str, file_id: str, options: str, given: str) -> bool:
-    return hmac.compare_digest(signature(secret, key_id, file_id, options), given)
+    # As bytes: compare_digest refuses str holding anything but ASCII, and a URL's path may
+    # hold any character.
+    expected = signature(secret, key_id, file_id, options).encode()
+    return hmac.compare_digest(expected, given.encode())
 
 
 def delivery_path(secret: str, key_id: str, file_id: str, options: Options) -> str:

@@ -176,7 +176,8 @@ def test_refusals_use_the_error_body(owner: Actor, sibling: Actor) -> None:
     head, options, sig = path.rsplit("/", 2)
     forged = f"{head}/{options}/{sig[:-2]}AA"
     widened = f"{head}/{options.replace('expires=', 'width=10,expires=')}/{sig}"
-    for target in (forged, widened, path.replace(key["deliveryKey"]["id"], "dk_x")):
+    unicode = f"{head}/{options}/%C3%A9%F0%9F%94%91"  # any character may arrive in a path
+    for target in (forged, widened, unicode, path.replace(key["deliveryKey"]["id"], "dk_x")):
         refused = resolve(target)
         assert refused.status_code == 403
         assert error_code(refused) == "INVALID_SIGNATURE"
