@@ -156,13 +156,14 @@ def main() -> int:
         bench.delete_project(url, old)
     project = project_create(name=f"{PROJECT_PREFIX}{int(time.time())}")
     raw_key = api_key_issue(project=project, environment="test", name="bench").raw_key
+    keys = objectstore.storage().credentials.get_frozen_credentials()
     store = [
         "--endpoint",
         str(objectstore.storage().endpoint_url),
         "--access-key",
-        str(objectstore.storage().access_key),
+        keys.access_key,
         "--secret-key",
-        str(objectstore.storage().secret_key),
+        keys.secret_key,
         "--region",
         str(objectstore.storage().region_name),
         "--bucket",

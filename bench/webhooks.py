@@ -17,6 +17,10 @@ request's arrival time; latency is arrival minus the time the event's transactio
 (the first after-commit callback). Both run on this machine and share its cores.
 
     .venv/bin/python scripts/devservices.py exec -- .venv/bin/python bench/webhooks.py
+
+``--sender`` measures the HTTP side alone, in this process: the CPU one attempt of
+``webhooks.sender.post`` costs (urllib3's pool, the watchdog, reading the answer), from 8
+threads against the same receiver, with no database, worker or broker in the way.
 """
 
 from __future__ import annotations
@@ -254,14 +258,57 @@ def measure(
     return row, {"rate": len(got) / seconds, "p50": percentile(latencies, 50), **cpu}
 
 
+def measure_sender(count: int) -> None:
+    """CPU per attempt of webhooks.sender.post, in this process, against the receiver."""
+    import ipaddress
+    from concurrent.futures import ThreadPoolExecutor
+
+    setup_django(bench_database_url())
+    from webhooks import sender
+    from webhooks.network import parse_url
+
+    port = free_port()
+    receiver = receiver_process(port)
+    try:
+        target = parse_url(f"http://127.0.0.1:{port}/hook")
+        addresses = [ipaddress.ip_address("127.0.0.1")]
+        body = json.dumps({"id": "evt_bench", "type": "file.uploaded", "data": {"n": 1}}).encode()
+        headers = {"Host": target.host_header, "Content-Type": "application/json"}
+
+        def attempt(_: int) -> None:
+            result = sender.post(target, addresses, "/hook", body, headers, timeout=10.0)
+            assert result.ok, result
+
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(attempt, range(200)))  # connections opened, code paths loaded
+            before, started = os.times(), time.monotonic()
+            list(pool.map(attempt, range(count)))
+            after, seconds = os.times(), time.monotonic() - started
+    finally:
+        receiver.terminate()
+        receiver.wait(timeout=15)
+    user = (after.user - before.user) / count * 1e6
+    system = (after.system - before.system) / count * 1e6
+    print(
+        f"webhooks.sender.post, {count:,} attempts from 8 threads: {user + system:.0f} us CPU "
+        f"each (user {user:.0f}, system {system:.0f}), {count / seconds:,.0f} per second"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--events", type=int, default=2000, help="events per phase")
     parser.add_argument("--rate", type=float, default=30.0, help="paced phase: events per second")
+    parser.add_argument(
+        "--sender", type=int, metavar="N", help="only measure N attempts of the HTTP sender"
+    )
     parser.add_argument("--serve-receiver", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_receiver is not None:
         asyncio.run(_serve(args.serve_receiver))
+        return 0
+    if args.sender is not None:
+        measure_sender(args.sender)
         return 0
 
     url = bench_database_url()

@@ -18,7 +18,7 @@ from django.conf import settings
 
 from accounts.services import bandwidth_record
 from accounts.tenancy import Tenant
-from delivery import presign, signing
+from delivery import signing
 from delivery.models import DeliveryKey
 from delivery.secret import secret_of
 from delivery.serializers import DELIVERY_FORMATS
@@ -154,7 +154,7 @@ def delivery_resolve(
         target = _version_target(file, options.version)
     window = settings.SERVICE_DELIVERY_WINDOW_SECONDS
     window_start = int(now // window) * window
-    location = presign.get_url(
+    location = objectstore.signed_get_url(
         key=target.storage_key,
         signed_at=datetime.fromtimestamp(window_start, UTC),
         expires_in=min(2 * window, MAX_PRESIGN_SECONDS),

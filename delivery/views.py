@@ -19,7 +19,7 @@ from delivery.shapes import (
     DeliveryKeyRevokedJson,
     DeliveryUrlJson,
 )
-from files.links import FILE_ID
+from files.openapi import FILE_ID
 from storage_service.openapi import errors_of, path_id
 from storage_service.serializers import EmptyRequest, validated
 from storage_service.shapes import Data

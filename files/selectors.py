@@ -11,8 +11,8 @@ from django.db.models.functions import Substr
 from accounts.tenancy import Tenant
 from files.models import File, FileQuerySet
 from storage_service.errors import FileNotFound
-from storage_service.fields import SelectList
 from storage_service.ids import looks_like_id
+from storage_service.raw_select import SelectList
 
 # What File.objects.for_tenant(tenant).visible().filter(id=file_id) reads, written once: the
 # ORM would compile it again for every request, which costs more than PostgreSQL's answer.

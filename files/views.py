@@ -18,8 +18,8 @@ from accounts.context import tenant_of
 from accounts.scopes import scope
 from files import selectors, services
 from files.filters import FileFilterSet, FolderFilterSet
-from files.links import FILE_ID, file_links
 from files.models import File, FileQuerySet
+from files.openapi import FILE_ID, file_links
 from files.serializers import (
     FILE_FIELDS,
     CopyRequest,

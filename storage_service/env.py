@@ -43,16 +43,22 @@ def env_str(name: str, default: str | None = None) -> str:
 
 def env_secret(name: str, default: str | None = None) -> str:
     """A secret from ``NAME`` or from the file named by ``NAME_FILE`` (Docker/K8s secrets)."""
+    from_file = env_secret_file(name)
+    return env_str(name, default) if from_file is None else from_file
+
+
+def env_secret_file(name: str) -> str | None:
+    """The secret in the file named by ``NAME_FILE``, or None when that is not set."""
     file_name = os.environ.get(f"{name}_FILE")
-    if file_name:
-        try:
-            value = Path(file_name).read_text().strip()
-        except OSError as exc:
-            raise ImproperlyConfigured(f"{name}_FILE: cannot read {file_name}: {exc}") from exc
-        if not value:
-            raise ImproperlyConfigured(f"{name}_FILE: {file_name} is empty")
-        return value
-    return env_str(name, default)
+    if not file_name:
+        return None
+    try:
+        value = Path(file_name).read_text().strip()
+    except OSError as exc:
+        raise ImproperlyConfigured(f"{name}_FILE: cannot read {file_name}: {exc}") from exc
+    if not value:
+        raise ImproperlyConfigured(f"{name}_FILE: {file_name} is empty")
+    return value
 
 
 def env_int(

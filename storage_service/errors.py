@@ -365,7 +365,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     # refused is a check the validators lack, and retrying would never help). It is logged
     # with its traceback and the request id, and answered with that id and without the trace.
     request = context.get("request")
-    request_id = str(getattr(getattr(request, "_request", request), "request_id", "-"))
+    # DRF's Request answers the attributes of the HttpRequest it wraps (its documented proxy),
+    # so the id RequestIdMiddleware set is read the same way from either.
+    request_id = str(getattr(request, "request_id", "-"))
     logger.exception(
         "unhandled error in %s (request %s)",
         context.get("view").__class__.__name__,

@@ -9,7 +9,7 @@ from rest_framework.response import Response
 
 from accounts.context import tenant_of
 from accounts.scopes import scope
-from files.links import file_links
+from files.openapi import file_links
 from files.serializers import file_json
 from files.shapes import FileJson
 from storage_service.idempotency import (

@@ -35,7 +35,7 @@ from storage_service.errors import (
     VariantNotReady,
 )
 from storage_service.timefmt import iso
-from variants import imaging, store
+from variants import imaging
 from variants.imaging import ELIGIBLE_TYPES, ImageRejected, Params
 from variants.models import Variant
 from variants.placeholder import placeholder_of
@@ -263,7 +263,7 @@ def variant_process(*, variant_id: str) -> Outcome:
         return Outcome("skipped")
     variant = Variant.objects.select_related("source_object").get(id=variant_id)
     try:
-        with store.read(
+        with objectstore.read(
             variant.source_object.storage_key,
             max_bytes=settings.SERVICE_VARIANT_MAX_SOURCE_BYTES,
         ) as source:
@@ -273,14 +273,14 @@ def variant_process(*, variant_id: str) -> Outcome:
                 max_pixels=settings.SERVICE_VARIANT_MAX_PIXELS,
                 max_upscale=settings.SERVICE_VARIANT_MAX_UPSCALE,
             )
-    except (ImageRejected, store.SourceTooLarge) as exc:
+    except (ImageRejected, objectstore.SourceTooLarge) as exc:
         return _fail(variant_id, claim, str(exc))
     except (SoftTimeLimitExceeded, TimeUp):
         # Failed, not retried: the same bytes would take as long again.
         return _fail(
             variant_id, claim, _took_too_long(settings.SERVICE_VARIANT_SOFT_TIME_LIMIT_SECONDS)
         )
-    except store.ObjectMissing:
+    except objectstore.ObjectMissing:
         return _fail(variant_id, claim, "The original's bytes are no longer in the store.")
     except StorageUnavailable:
         return _release(variant_id, claim)
@@ -297,7 +297,9 @@ def variant_process(*, variant_id: str) -> Outcome:
     if output is None:
         return Outcome("skipped")
     try:
-        etag = store.write(output.storage_key, rendered.data, content_type=rendered.content_type)
+        etag = objectstore.write(
+            output.storage_key, rendered.data, content_type=rendered.content_type
+        )
     except StorageUnavailable:
         return _release(variant_id, claim)
     except (SoftTimeLimitExceeded, TimeUp):

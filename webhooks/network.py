@@ -11,14 +11,13 @@ differently), with no redirects followed.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import os
 import socket
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from functools import lru_cache
 from urllib.parse import SplitResult, urlsplit
 
 from django.conf import settings
@@ -91,7 +90,7 @@ class Target:
 _HOST_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_.")
 
 
-@lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=4096)
 def parse_url(url: str) -> Target:
     """Check the URL's shape: http(s), a host, no credentials, at most 2,048 characters.
 
@@ -204,7 +203,8 @@ def private_networks_allowed() -> bool:
     return bool(getattr(settings, "SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS", False))
 
 
-class _Resolver:
+@functools.cache
+def _resolver() -> ThreadPoolExecutor:
     """getaddrinfo on threads of its own, so a caller can stop waiting.
 
     getaddrinfo has no timeout of its own and cannot be interrupted: a slow DNS server would
@@ -212,24 +212,12 @@ class _Resolver:
     runs here; the caller waits at most ``SERVICE_WEBHOOK_RESOLVE_TIMEOUT_SECONDS`` and treats a
     late answer as none. The pool is bounded, so hung lookups cannot pile up threads: when all
     are busy, new lookups wait in line and time out, refused like any other unresolved host.
-    Made per process (threads do not survive Celery's fork).
     """
-
-    def __init__(self) -> None:
-        self.pid = os.getpid()
-        self.pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="webhook-resolve")
+    return ThreadPoolExecutor(max_workers=16, thread_name_prefix="webhook-resolve")
 
 
-_resolver: _Resolver | None = None
-_resolver_lock = threading.Lock()
-
-
-def _resolver_pool() -> ThreadPoolExecutor:
-    global _resolver
-    with _resolver_lock:
-        if _resolver is None or _resolver.pid != os.getpid():
-            _resolver = _Resolver()
-        return _resolver.pool
+# Threads do not survive a fork (Celery's prefork pool): a child makes its own.
+os.register_at_fork(after_in_child=_resolver.cache_clear)
 
 
 def _lookup(host: str, port: int) -> list[IPAddress]:
@@ -253,7 +241,7 @@ def resolve(host: str, port: int, *, timeout: float | None = None) -> list[IPAdd
         pass
     if timeout is None:
         timeout = float(getattr(settings, "SERVICE_WEBHOOK_RESOLVE_TIMEOUT_SECONDS", 3))
-    future = _resolver_pool().submit(_lookup, host, port)
+    future = _resolver().submit(_lookup, host, port)
     try:
         addresses = future.result(timeout=timeout)
     except (OSError, UnicodeError, ValueError, FutureTimeout) as exc:

@@ -3,7 +3,7 @@
 A replay makes a new delivery, due at once, for every retained event of the endpoint's
 tenant in the window that its subscription matches, whether or not it was delivered before.
 Its deliveries are ordinary ones: sent, retried, signed and recorded as any other, and
-counted against the same per-project caps (webhooks/delivery.py, ``Slots``).
+counted against the same per-project caps (webhooks/admission.py, ``Slots``).
 
 What keeps a replay of a million events from flooding anything: its deliveries are made in
 batches of ``SERVICE_WEBHOOK_REPLAY_BATCH`` rows (one set-based ``INSERT ... SELECT``, a

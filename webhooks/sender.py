@@ -1,43 +1,53 @@
-"""One delivery attempt over HTTP: keep-alive connections to checked addresses.
+"""One delivery attempt over HTTP, on urllib3's connection pools pinned to checked addresses.
 
-Built on the standard library's http.client rather than urllib3: http.client sends the request
-line, headers and a bytes body in one write, where urllib3 writes the body separately; at
-hundreds of requests per second that second system call (and the receiver's second wake-up)
-was about 40% of the sending CPU. The connections:
-
-- go to an address ``webhooks.network.checked_addresses`` returned, never to a fresh lookup
-  of the hostname; the URL's hostname is sent as ``Host`` and, for HTTPS, is the name SNI
-  and certificate verification use;
-- are kept alive and reused, per (scheme, address, port, hostname), by any thread;
-- follow no redirect (http.client never does).
+- One urllib3 pool per (scheme, checked address, port, hostname): the pool's host is the IP
+  address ``webhooks.network.checked_addresses`` returned, so urllib3 looks nothing up (no
+  second lookup a DNS server could answer differently); the URL's hostname is sent as
+  ``Host`` and, for HTTPS, is what SNI and certificate verification use (``server_hostname``).
+- Keep-alive connections are pooled and reused by any thread (``maxsize`` of them per
+  destination kept idle; ``block=False``, so a busy destination opens more rather than wait).
+- ``retries=False`` and ``redirect=False``: one request per attempt, no redirect followed.
+- The answer is read up to ``MAX_RESPONSE_BYTES``, and the whole exchange ends at the
+  deadline (see ``Watchdog``).
 """
 
 from __future__ import annotations
 
+import functools
 import http.client
 import os
 import socket
-import ssl
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
+from contextvars import ContextVar
 from dataclasses import dataclass
+
+from django.conf import settings
+from urllib3 import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.exceptions import (
+    HTTPError,
+    NewConnectionError,
+    ProtocolError,
+    SSLError,
+)
+from urllib3.exceptions import TimeoutError as TimedOut
+from urllib3.response import BaseHTTPResponse, HTTPResponse
+from urllib3.util import Timeout
 
 from webhooks.network import IPAddress, Target
 
 # Read at most this much of a receiver's answer; more closes the connection instead.
 MAX_RESPONSE_BYTES = 64 * 1024
 MAX_ERROR_LENGTH = 500
-_MAX_IDLE_KEYS = 512
-# How often attempts are checked against their deadline.
-_REAPER_INTERVAL = 0.25
-_RETRYABLE_ON_REUSE = (
-    http.client.RemoteDisconnected,
-    ConnectionResetError,
-    BrokenPipeError,
-    ConnectionAbortedError,
-)
+# Destinations whose pools (and idle connections) are kept; the least recently used goes.
+MAX_POOLS = 512
+# How often the watchdog checks attempts against their deadline.
+WATCH_INTERVAL = 0.25
+# A receiver that closed an idle keep-alive connection just as it was reused: once more.
+_CLOSED_BY_PEER = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
 
 
 @dataclass(frozen=True)
@@ -47,210 +57,141 @@ class Result:
     error: str | None
 
 
-class _Connection(http.client.HTTPConnection):
-    """Plain HTTP to one address, without Nagle's delay (each request is one write)."""
-
-    def connect(self) -> None:
-        super().connect()
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-
-class _TlsConnection(http.client.HTTPSConnection):
-    """TLS to one address, verifying the certificate against the URL's hostname."""
-
-    def __init__(
-        self,
-        address: str,
-        port: int,
-        *,
-        timeout: float,
-        context: ssl.SSLContext,
-        server_hostname: str,
-    ) -> None:
-        super().__init__(address, port, timeout=timeout, context=context)
-        self._tls_context = context
-        self._server_hostname = server_hostname
-
-    def connect(self) -> None:
-        http.client.HTTPConnection.connect(self)  # TCP to the checked address
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.sock = self._tls_context.wrap_socket(self.sock, server_hostname=self._server_hostname)
-
-
-_Key = tuple[str, str, int, str]
-
-
-class Connections:
-    """Idle keep-alive connections by destination, shared by the sending threads.
-
-    Made per process (see ``connections()``): sockets do not survive Celery's fork.
-    """
-
-    def __init__(self, max_idle: int) -> None:
-        self.pid = os.getpid()
-        self.max_idle = max_idle
-        self.idle: dict[_Key, list[http.client.HTTPConnection]] = {}
-        self.contexts: dict[_Key, ssl.SSLContext] = {}
-        self.lock = threading.Lock()
-
-    def take(self, key: _Key) -> http.client.HTTPConnection | None:
-        with self.lock:
-            idle = self.idle.get(key)
-            return idle.pop() if idle else None
-
-    def give(self, key: _Key, connection: http.client.HTTPConnection) -> None:
-        with self.lock:
-            if key not in self.idle and len(self.idle) >= _MAX_IDLE_KEYS:
-                for stale in self.idle.pop(next(iter(self.idle))):
-                    stale.close()
-            idle = self.idle.setdefault(key, [])
-            if len(idle) < self.max_idle:
-                idle.append(connection)
-                return
-        connection.close()
-
-    def new(self, key: _Key, timeout: float) -> http.client.HTTPConnection:
-        scheme, address, port, hostname = key
-        if scheme != "https":
-            return _Connection(address, port, timeout=timeout)
-        with self.lock:
-            context = self.contexts.get(key)
-            if context is None:
-                # Certificate and hostname checks on; the system's CA bundle.
-                context = ssl.create_default_context()
-                self.contexts[key] = context
-        return _TlsConnection(
-            address, port, timeout=timeout, context=context, server_hostname=hostname
-        )
-
-
-_connections: Connections | None = None
-_connections_lock = threading.Lock()
-
-
-def connections(max_idle: int) -> Connections:
-    global _connections
-    with _connections_lock:
-        if _connections is None or _connections.pid != os.getpid():
-            _connections = Connections(max_idle)
-        return _connections
-
-
 def shorten(text: str) -> str:
     """An error message cut to what a delivery row keeps (MAX_ERROR_LENGTH)."""
     return text if len(text) <= MAX_ERROR_LENGTH else text[: MAX_ERROR_LENGTH - 1] + "…"
 
 
 def _reason(exc: BaseException) -> str:
-    return str(exc) or type(exc).__name__
+    # urllib3 wraps the socket's or the TLS library's error: that one says what happened.
+    cause = exc.__cause__ if isinstance(exc, NewConnectionError) and exc.__cause__ else exc
+    return str(cause) or type(cause).__name__
 
 
-class _Reaper:
+class Watchdog:
     """Ends attempts that outlive their deadline.
 
-    A socket timeout bounds each read, not the whole answer: a receiver sending its headers
-    a byte every few seconds would hold a sending thread for hours. Every attempt is watched;
-    one still running past its deadline has its socket shut down, which ends the blocked
-    read at once (the attempt then reads as timed out).
+    A socket timeout (urllib3's ``Timeout`` included) bounds each read, not the whole answer:
+    a receiver sending its headers a byte every few seconds would hold a sending thread for
+    hours, and no library offers a deadline for a blocking exchange. So every attempt is
+    watched by this one thread; one still running past its deadline has its socket shut down,
+    which ends the blocked read at once (the attempt then reads as timed out).
     """
 
     def __init__(self) -> None:
-        self.pid = os.getpid()
         self.lock = threading.Lock()
-        self.watched: dict[int, tuple[float, http.client.HTTPConnection]] = {}
-        threading.Thread(target=self.run, name="webhook-reaper", daemon=True).start()
+        self.watched: dict[int, tuple[float, Callable[[], None]]] = {}
+        threading.Thread(target=self.run, name="webhook-watchdog", daemon=True).start()
 
     @contextmanager
-    def watching(self, connection: http.client.HTTPConnection, deadline: float) -> Iterator[None]:
+    def watching(self, stop: Callable[[], None], deadline: float) -> Iterator[None]:
+        key = id(stop)
         with self.lock:
-            self.watched[id(connection)] = (deadline, connection)
+            self.watched[key] = (deadline, stop)
         try:
             yield
         finally:
             with self.lock:
-                self.watched.pop(id(connection), None)
+                self.watched.pop(key, None)
 
     def run(self) -> None:
         while True:
-            time.sleep(_REAPER_INTERVAL)
+            time.sleep(WATCH_INTERVAL)
             now = time.monotonic()
             with self.lock:
-                late = [c for deadline, c in self.watched.values() if deadline < now]
-            for connection in late:
-                sock = connection.sock
-                if sock is not None:
-                    with suppress(OSError):
-                        sock.shutdown(socket.SHUT_RDWR)
+                late = [stop for deadline, stop in self.watched.values() if deadline < now]
+            for stop in late:
+                with suppress(OSError, ValueError):
+                    stop()
 
 
-_reaper: _Reaper | None = None
+@functools.cache
+def watchdog() -> Watchdog:
+    return Watchdog()
 
 
-def reaper() -> _Reaper:
-    global _reaper
-    with _connections_lock:
-        if _reaper is None or _reaper.pid != os.getpid():
-            _reaper = _Reaper()
-        return _reaper
+# The deadline of the attempt running on this thread, for the connection reading its answer.
+_deadline: ContextVar[float] = ContextVar("webhook_deadline")
+
+
+def _watched(sock: socket.socket | None, read: Callable[[], HTTPResponse]) -> HTTPResponse:
+    """Wait for the answer's status line and headers, watched against the deadline."""
+    if sock is None:
+        return read()
+    with watchdog().watching(functools.partial(sock.shutdown, socket.SHUT_RDWR), _deadline.get()):
+        return read()
+
+
+class _Connection(HTTPConnection):
+    def getresponse(self) -> HTTPResponse:  # type: ignore[override]  # as urllib3 declares it
+        return _watched(self.sock, super().getresponse)
+
+
+class _TlsConnection(HTTPSConnection):
+    def getresponse(self) -> HTTPResponse:  # type: ignore[override]  # as urllib3 declares it
+        return _watched(self.sock, super().getresponse)
+
+
+class _Pool(HTTPConnectionPool):
+    ConnectionCls = _Connection
+
+
+class _TlsPool(HTTPSConnectionPool):
+    ConnectionCls = _TlsConnection
+
+
+@functools.lru_cache(maxsize=MAX_POOLS)
+def pool(scheme: str, address: str, port: int, hostname: str) -> HTTPConnectionPool:
+    """The pool of one destination. An evicted pool's idle sockets close with it."""
+    size = int(settings.SERVICE_WEBHOOK_CONCURRENCY)
+    if scheme == "https":
+        # Certificates are checked against the system's CA bundle (urllib3 loads it), and
+        # against the URL's hostname, not the address connected to.
+        return _TlsPool(
+            address, port, maxsize=size, block=False, retries=False, server_hostname=hostname
+        )
+    return _Pool(address, port, maxsize=size, block=False, retries=False)
+
+
+# Sockets and threads do not survive a fork (Celery's prefork pool): a child starts afresh.
+os.register_at_fork(after_in_child=pool.cache_clear)
+os.register_at_fork(after_in_child=watchdog.cache_clear)
 
 
 def post(
     target: Target,
     addresses: Sequence[IPAddress],
-    request: tuple[str, bytes, dict[str, str]],
+    path: str,
+    body: bytes,
+    headers: Mapping[str, str],
     *,
     timeout: float,
-    pool: Connections,
 ) -> Result:
     """POST to the first checked address that accepts a connection; a 2xx answered within
     ``timeout`` seconds (connection included) is the only success."""
     deadline = time.monotonic() + timeout
+    _deadline.set(deadline)
     timed_out = Result(False, None, f"Timed out after {timeout:g} s.")
     last_error = "No address to connect to."
     for address in addresses:
-        key = (target.scheme, str(address), target.port, target.host)
-        connection = pool.take(key)
-        reused = connection is not None
-        if connection is None:
-            connection = pool.new(key, timeout)
-            try:
-                connection.connect()
-            except TimeoutError:
-                connection.close()
-                return timed_out
-            except ssl.SSLError as exc:
-                connection.close()
-                return Result(False, None, shorten(f"TLS failed: {_reason(exc)}"))
-            except OSError as exc:
-                # Refused or unreachable: another checked address of the host may answer.
-                connection.close()
-                last_error = f"Connection failed: {_reason(exc)}"
-                continue
+        destination = pool(target.scheme, str(address), target.port, target.host)
         status: int | None = None
-        reusable = False
         try:
-            with reaper().watching(connection, deadline):
-                try:
-                    response = _exchange(connection, *request)
-                except _RETRYABLE_ON_REUSE:
-                    if not reused or time.monotonic() > deadline:
-                        raise
-                    # The receiver had closed this idle keep-alive connection: once more, on
-                    # a new connection (http.client reconnects a closed one by itself).
-                    connection.close()
-                    response = _exchange(connection, *request)
-                status = response.status
-                reusable = _drain(response, deadline)
-        except (OSError, http.client.HTTPException) as exc:
-            connection.close()
-            if isinstance(exc, TimeoutError) or time.monotonic() > deadline:
+            response = _exchange(destination, path, body, headers, deadline)
+            status = response.status
+            with watchdog().watching(response.shutdown, deadline):
+                _drain(response, deadline)
+        except NewConnectionError as exc:
+            # Refused or unreachable: another checked address of the host may answer.
+            last_error = f"Connection failed: {_reason(exc)}"
+            continue
+        except SSLError as exc:
+            return Result(False, None, shorten(f"TLS failed: {_reason(exc)}"))
+        except (HTTPError, OSError, http.client.HTTPException) as exc:
+            if isinstance(exc, TimedOut | TimeoutError) or time.monotonic() > deadline:
                 return Result(False, status, timed_out.error)
             verb = "Read" if status is not None else "Connection"
             return Result(False, status, shorten(f"{verb} failed: {_reason(exc)}"))
-        if reusable:
-            pool.give(key, connection)
-        else:
-            connection.close()
         if time.monotonic() > deadline:
             return Result(False, status, timed_out.error)
         if 200 <= response.status < 300:
@@ -261,18 +202,42 @@ def post(
 
 
 def _exchange(
-    connection: http.client.HTTPConnection, path: str, body: bytes, headers: dict[str, str]
-) -> http.client.HTTPResponse:
-    # A bytes body goes out in the same write as the headers.
-    connection.request("POST", path, body=body, headers=headers)
-    return connection.getresponse()
+    destination: HTTPConnectionPool,
+    path: str,
+    body: bytes,
+    headers: Mapping[str, str],
+    deadline: float,
+) -> BaseHTTPResponse:
+    def send() -> BaseHTTPResponse:
+        return destination.urlopen(
+            "POST",
+            path,
+            body=body,
+            headers=headers,
+            retries=False,
+            redirect=False,
+            timeout=Timeout(total=max(deadline - time.monotonic(), 0.001)),
+            preload_content=False,
+        )
+
+    try:
+        return send()
+    except ProtocolError as exc:
+        closed_by_peer = any(isinstance(arg, _CLOSED_BY_PEER) for arg in exc.args)
+        if not closed_by_peer or time.monotonic() > deadline:
+            raise
+        return send()
 
 
-def _drain(response: http.client.HTTPResponse, deadline: float) -> bool:
-    """Read the (ignored) answer; whether the connection can carry another request."""
+def _drain(response: BaseHTTPResponse, deadline: float) -> None:
+    """Read the (ignored) answer; a connection that read all of it in time goes back to the
+    pool, any other is closed."""
     received = 0
-    while chunk := response.read(16 * 1024):
-        received += len(chunk)
-        if received > MAX_RESPONSE_BYTES or time.monotonic() > deadline:
-            return False
-    return not response.will_close
+    try:
+        while chunk := response.read(16 * 1024):
+            received += len(chunk)
+            if received > MAX_RESPONSE_BYTES or time.monotonic() > deadline:
+                response.close()
+                return
+    finally:
+        response.release_conn()

@@ -13,11 +13,13 @@ from collections.abc import Sequence
 from celery import shared_task
 
 from webhooks import delivery, replay, services
+from webhooks.claims import project_has_due
+from webhooks.outcomes import Retry
 
 logger = logging.getLogger(__name__)
 
 
-def schedule(retries: Sequence[delivery.Retry]) -> None:
+def schedule(retries: Sequence[Retry]) -> None:
     for retry in retries:
         services.enqueue(retry.ids, eta=retry.at)
 
@@ -28,7 +30,7 @@ def deliver(delivery_ids: list[str]) -> int:
 
     Returns once the attempts are started: the task's thread never waits for a receiver (a
     slow one would hold it, and with it every other project's deliveries). The outcomes are
-    recorded, and the retries scheduled, when the attempts end (webhooks/delivery.py).
+    recorded, and the retries scheduled, when the attempts end (webhooks/dispatch.py).
     """
     return delivery.deliver_later(delivery_ids, schedule)
 
@@ -71,7 +73,7 @@ def drain_project(project_id: str) -> int:
         project_id, schedule, on_recorded=lambda: services.drain_continue(project_id)
     )
     if not claimed:
-        services.drain_end(project_id, has_due=lambda: delivery.project_has_due(project_id))
+        services.drain_end(project_id, has_due=lambda: project_has_due(project_id))
     return claimed
 
 

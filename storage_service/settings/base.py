@@ -178,11 +178,21 @@ _STORE_ADDRESSING_STYLE = cast(Literal["path", "virtual", "auto"], _addressing_s
 _STORE_BUCKET = env_str("AWS_STORAGE_BUCKET_NAME", "storage")
 
 
-def object_store(*, access_key: str, secret_key: str) -> dict[str, Any]:
+def object_store(
+    *,
+    access_key: str | None = None,
+    secret_key: str | None = None,
+    session_token: str | None = None,
+) -> dict[str, Any]:
     """STORAGES["files"]: the object store, as django-storages' S3Storage (with the public
-    endpoint presigned URLs are signed for: storage_service/filestorage.py)."""
+    endpoint presigned URLs are signed for: storage_service/objectstore/storage.py).
+
+    With no keys, botocore's default chain finds the credentials (the AWS_* variables, a
+    profile, web identity, the container's or instance's role, SSO) and refreshes temporary
+    ones; every option is given here, so django-storages reads no credentials of its own.
+    """
     return {
-        "BACKEND": "storage_service.filestorage.FileStorage",
+        "BACKEND": "storage_service.objectstore.storage.FileStorage",
         "OPTIONS": {
             "bucket_name": _STORE_BUCKET,
             "endpoint_url": _STORE_ENDPOINT_URL,
@@ -190,6 +200,8 @@ def object_store(*, access_key: str, secret_key: str) -> dict[str, Any]:
             "region_name": _STORE_REGION,
             "access_key": access_key,
             "secret_key": secret_key,
+            "security_token": session_token,
+            "session_profile": None,
             # Every call ends within the API's own budget ("Locks and timeouts" below):
             # botocore's defaults (3 attempts of up to 60 s reads) outlast the API's request
             # timeout, so a hung store would kill the worker instead of answering 503.
@@ -321,7 +333,7 @@ REST_FRAMEWORK = {
     "DEFAULT_FILTER_BACKENDS": ["storage_service.filtering.FilterBackend"],
     "DEFAULT_THROTTLE_CLASSES": ["accounts.throttling.ApiKeyRateThrottle"],
     "DEFAULT_SCHEMA_CLASS": "storage_service.openapi.AutoSchema",
-    "DEFAULT_METADATA_CLASS": "storage_service.metadata.Metadata",
+    "DEFAULT_METADATA_CLASS": "storage_service.options_metadata.OptionsMetadata",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "File storage service",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from django.core.exceptions import ImproperlyConfigured
 
-from storage_service.env import env_bool, env_int, env_list, env_secret
+from storage_service.env import env_bool, env_int, env_list, env_secret, env_secret_file
 from storage_service.settings.base import *
 from storage_service.settings.base import object_store
 
@@ -19,9 +19,12 @@ SECRET_KEY = env_secret("SERVICE_SECRET_KEY")
 SERVICE_API_KEY_HASH_SECRET = env_secret("SERVICE_API_KEY_HASH_SECRET")
 STORAGES = {
     **STORAGES,
+    # Static keys only when given as files (Docker/K8s secrets); otherwise botocore's default
+    # chain reads the AWS_* variables itself, or the role the process runs as.
     "files": object_store(
-        access_key=env_secret("AWS_ACCESS_KEY_ID"),
-        secret_key=env_secret("AWS_SECRET_ACCESS_KEY"),
+        access_key=env_secret_file("AWS_ACCESS_KEY_ID"),
+        secret_key=env_secret_file("AWS_SECRET_ACCESS_KEY"),
+        session_token=env_secret_file("AWS_SESSION_TOKEN"),
     ),
 }
 # Webhooks may not reach the service's own network (SSRF) unless an operator opts in.

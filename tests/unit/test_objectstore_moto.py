@@ -10,7 +10,6 @@ from moto import mock_aws
 
 from storage_service import objectstore
 from tests.storage import storages_with
-from variants import store
 
 
 @pytest.fixture
@@ -77,14 +76,14 @@ def test_presigned_get_overrides_what_the_uploader_stored(moto_store: None) -> N
 
 def test_a_variant_is_written_and_read_back_through_the_storage(moto_store: None) -> None:
     data = b"\x89PNG and more bytes"
-    etag = store.write("p/variant", data, content_type="image/png")
+    etag = objectstore.write("p/variant", data, content_type="image/png")
 
     info = objectstore.head("p/variant")
     assert info is not None
     assert (info.size, info.content_type, info.etag) == (len(data), "image/png", etag)
-    with store.read("p/variant", max_bytes=len(data)) as source:
+    with objectstore.read("p/variant", max_bytes=len(data)) as source:
         assert source.read() == data
-    with pytest.raises(store.SourceTooLarge, match=f"The original is {len(data)} bytes"):
-        store.read("p/variant", max_bytes=len(data) - 1)
-    with pytest.raises(store.ObjectMissing):
-        store.read("p/gone", max_bytes=len(data))
+    with pytest.raises(objectstore.SourceTooLarge, match=f"The original is {len(data)} bytes"):
+        objectstore.read("p/variant", max_bytes=len(data) - 1)
+    with pytest.raises(objectstore.ObjectMissing):
+        objectstore.read("p/gone", max_bytes=len(data))

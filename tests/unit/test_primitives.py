@@ -116,6 +116,44 @@ def test_production_settings_load_with_their_secrets() -> None:
     assert result.returncode == 0, result.stderr
 
 
+def test_production_settings_need_no_store_keys_and_take_them_from_files(tmp_path) -> None:
+    """A role's deployment sets no AWS keys: the store's options leave them to botocore's
+    chain. Keys given as files are used as given, a session token with them."""
+    show = (
+        "from storage_service.settings import production as p;"
+        "o = p.STORAGES['files']['OPTIONS'];"
+        "print(o['access_key'], o['secret_key'], o['security_token'], o['session_profile'])"
+    )
+    secrets = {
+        "SERVICE_SECRET_KEY": "k",
+        "SERVICE_API_KEY_HASH_SECRET": "h",
+        "SERVICE_ALLOWED_HOSTS": "files.example.com",
+    }
+    keep = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SERVICE_"))}
+
+    def options(**extra: str) -> list[str]:
+        result = subprocess.run(
+            [sys.executable, "-c", show],
+            env={**keep, **secrets, **extra},
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert result.returncode == 0, result.stderr
+        return result.stdout.split()
+
+    # Plain AWS_* variables stay botocore's to read (with their session token, if any).
+    assert options(AWS_ACCESS_KEY_ID="ASIA", AWS_SECRET_ACCESS_KEY="s") == ["None"] * 4
+    for name, value in {"KEY": "AKIAFILE", "SECRET": "file-secret", "TOKEN": "file-token"}.items():
+        (tmp_path / name).write_text(value + "\n")
+    from_files = options(
+        AWS_ACCESS_KEY_ID_FILE=str(tmp_path / "KEY"),
+        AWS_SECRET_ACCESS_KEY_FILE=str(tmp_path / "SECRET"),
+        AWS_SESSION_TOKEN_FILE=str(tmp_path / "TOKEN"),
+    )
+    assert from_files == ["AKIAFILE", "file-secret", "file-token", "None"]
+
+
 def test_a_bad_setting_stops_start_up() -> None:
     result = _load_settings("storage_service.settings.dev", SERVICE_DELETE_GRACE_DAYS="soon")
     assert result.returncode != 0

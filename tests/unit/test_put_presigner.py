@@ -1,4 +1,5 @@
-"""The in-process single-PUT presigner (sigv4.put_url) and the storage's download URLs against
+"""The in-process single-PUT presigner (sigv4.put_url), GETs signed at an instant
+(objectstore.signed_get_url) and the storage's download URLs against
 botocore addressed at the public endpoint: the same URLs, byte for byte, for every endpoint
 shape, though the service itself reaches the store at another address.
 
@@ -8,10 +9,12 @@ GET real bytes through them.)
 
 from __future__ import annotations
 
+import threading
 from datetime import UTC, datetime
 
 from storage_service import objectstore, sigv4
 from tests.unit.test_part_presigner import (
+    PRIVATE_ENDPOINT,
     SIGNED_AT,
     STORE_SHAPES,
     frozen_botocore,
@@ -86,3 +89,58 @@ def test_download_urls_are_signed_for_the_public_endpoint(
 def test_the_service_itself_calls_the_private_endpoint(store_settings) -> None:
     use_store_shape(store_settings, "https://s3.example.com", "path", "eu-west-3")
     assert objectstore.client().meta.endpoint_url == "http://store.private:8333"
+
+
+@STORE_SHAPES
+def test_gets_signed_at_an_instant_are_botocore_s_for_the_public_endpoint(
+    frozen_botocore: None, store_settings, endpoint: str | None, style: str, region: str
+) -> None:
+    use_store_shape(store_settings, endpoint, style, region)
+    disposition = objectstore.content_disposition("résumé 1.pdf")
+    for key, _, _, expires_in in CASES:
+        ours = objectstore.signed_get_url(
+            key=key,
+            signed_at=SIGNED_AT,
+            expires_in=expires_in,
+            response_headers={
+                "response-content-disposition": disposition,
+                "response-content-type": "application/pdf",
+                "response-cache-control": "public, max-age=86400, immutable",
+            },
+        )
+        assert ours == reference_client().generate_presigned_url(
+            "get_object",
+            Params={
+                "Bucket": objectstore.bucket(),
+                "Key": key,
+                "ResponseCacheControl": "public, max-age=86400, immutable",
+                "ResponseContentDisposition": disposition,
+                "ResponseContentType": "application/pdf",
+            },
+            ExpiresIn=expires_in,
+        )
+        assert objectstore.signed_get_url(key=key, signed_at=SIGNED_AT, expires_in=60) == (
+            reference_client().generate_presigned_url(
+                "get_object", Params={"Bucket": objectstore.bucket(), "Key": key}, ExpiresIn=60
+            )
+        )
+
+
+def test_every_thread_s_client_signs_downloads_for_the_public_endpoint(store_settings) -> None:
+    # django-storages makes one client per thread; each must resolve presigned requests
+    # against the public endpoint, and only those.
+    use_store_shape(store_settings, "https://s3.example.com", "path", "eu-west-3")
+    urls: list[str] = []
+    threads = [
+        threading.Thread(target=lambda: urls.append(objectstore.storage().url("k")))
+        for _ in range(3)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    urls.append(objectstore.storage().url("k"))
+    assert len(urls) == 4
+    public = f"https://s3.example.com/{objectstore.bucket()}/k?"
+    assert all(url.startswith(public) for url in urls)
+    assert objectstore.storage().connection.meta.client.meta.endpoint_url == PRIVATE_ENDPOINT

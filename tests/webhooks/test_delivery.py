@@ -26,7 +26,7 @@ from storage_service.ids import (
 )
 from tests.factories import Actor
 from tests.webhook_receiver import Answer, Receiver, verify_signature
-from webhooks import delivery, services
+from webhooks import claims, delivery, services
 from webhooks.envelope import envelope_body
 from webhooks.models import Delivery, Endpoint, Event
 from webhooks.services import endpoint_create, event_record
@@ -177,9 +177,9 @@ def test_a_redeliver_during_an_attempt_is_not_lost(owner: Actor, receiver: Recei
     endpoint_create(tenant=owner.tenant, url=receiver.url("/race"), events=None)
     receiver.default = Answer(500)
     ids = record(owner.tenant)
-    claimed = delivery.claim_by_id(ids)
+    claimed = claims.claim_by_id(ids)
     assert len(claimed) == 1
-    assert delivery.claim_by_id(ids) == []  # in flight: no second claim
+    assert claims.claim_by_id(ids) == []  # in flight: no second claim
     # The redeliver request arrives while the attempt is in flight.
     Delivery.objects.filter(id=ids[0]).update(next_attempt_at=timezone.now())
 
@@ -193,7 +193,7 @@ def test_a_redeliver_during_an_attempt_is_not_lost(owner: Actor, receiver: Recei
 def test_a_lapsed_lease_is_claimed_again_by_the_sweep(owner: Actor, receiver: Receiver) -> None:
     endpoint_create(tenant=owner.tenant, url=receiver.url("/dead"), events=None)
     ids = record(owner.tenant)
-    assert len(delivery.claim_by_id(ids)) == 1  # a worker claims it, then dies
+    assert len(claims.claim_by_id(ids)) == 1  # a worker claims it, then dies
     assert delivery.deliver_overdue()[0] == 0
     past = timezone.now() - timedelta(minutes=5)
     Delivery.objects.filter(id=ids[0]).update(leased_until=past, next_attempt_at=past)
@@ -207,7 +207,7 @@ def test_a_lapsed_lease_is_claimed_again_by_the_sweep(owner: Actor, receiver: Re
 def test_deleting_the_endpoint_stops_its_deliveries(owner: Actor, receiver: Receiver) -> None:
     registered = endpoint_create(tenant=owner.tenant, url=receiver.url("/gone"), events=None)
     ids = record(owner.tenant)
-    claimed = delivery.claim_by_id(ids)
+    claimed = claims.claim_by_id(ids)
     Endpoint.objects.filter(id=registered.endpoint.id).delete()
 
     assert delivery.process(claimed) == []  # the attempt in flight records nothing

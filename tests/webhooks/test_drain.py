@@ -25,7 +25,7 @@ from django.utils import timezone
 
 from tests.factories import Actor, make_actor
 from tests.webhook_receiver import Answer, Receiver
-from webhooks import delivery, services
+from webhooks import claims, services
 from webhooks.models import Delivery, Endpoint, Event
 from webhooks.services import ChangeSql, event_record, events_record_rows
 
@@ -115,8 +115,8 @@ def test_the_sweeps_page_takes_a_share_of_each_projects_overdue_rows(receiver: R
     overdue = timezone.now() - timedelta(minutes=1)
     Delivery.objects.update(next_attempt_at=overdue)
 
-    claimed = delivery.claim_overdue(200)
+    claimed = claims.claim_overdue(200)
 
     projects = Counter(item.project_id for item in claimed)
-    assert projects == {backlog.project.id: delivery.drain_step_size(), other.project.id: 1}
+    assert projects == {backlog.project.id: claims.drain_step_size(), other.project.id: 1}
     cache.delete(f"webhooks:drain:{backlog.project.id}")

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from tests.factories import Actor
 from tests.helpers import error_code
-from webhooks import delivery, replay
+from webhooks import claims, replay
 from webhooks.models import Delivery, Endpoint, Event, Replay
 from webhooks.services import DRAIN_TASK, event_record
 
@@ -152,14 +152,14 @@ def test_deliveries_are_signed_with_both_secrets_during_the_overlap_then_the_new
     old = Endpoint.objects.get(id=webhook_id).secret
     new = owner.post(f"/v1/webhooks/{webhook_id}/rotate-secret").json()["data"]["secret"]
 
-    claimed = delivery.claim_by_id(list(Delivery.objects.values_list("id", flat=True)))
+    claimed = claims.claim_by_id(list(Delivery.objects.values_list("id", flat=True)))
     assert [(c.secret, c.previous_secret) for c in claimed] == [(new, old)]
 
     Endpoint.objects.filter(id=webhook_id).update(
         previous_secret_expires_at=timezone.now() - timedelta(seconds=1)
     )
     Delivery.objects.update(leased_until=None)
-    claimed = delivery.claim_by_id(list(Delivery.objects.values_list("id", flat=True)))
+    claimed = claims.claim_by_id(list(Delivery.objects.values_list("id", flat=True)))
     assert [(c.secret, c.previous_secret) for c in claimed] == [(new, None)]
 
 

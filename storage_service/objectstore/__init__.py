@@ -1,29 +1,36 @@
 """The gateway to the object store: every operation the service makes on it.
 
-The store is configured once, as the storage ``STORAGES["files"]`` (filestorage.FileStorage,
-django-storages' S3Storage). Download URLs come from its ``url()``; what Django's storage API
-cannot express (a PUT signed for an exact length, type and If-None-Match, multipart uploads,
-HEAD with checksums, ranged reads, batched deletes) goes through the boto3 client it holds.
-Upload URLs are signed in process (sigv4), so presigning costs no round trip to the store.
+The store is configured once, as the storage ``STORAGES["files"]``: FileStorage
+(objectstore/storage.py), django-storages' S3Storage plus the public endpoint. Download URLs
+come from its ``url()`` and the variant workers read and write whole objects through its file
+API (``read``, ``write``); what Django's storage API cannot express (a PUT signed for an exact
+length, type and If-None-Match, multipart uploads, HEAD with checksums, ranged reads, batched
+deletes) goes through the boto3 client it holds. Upload URLs, and GETs signed at a chosen
+instant, are signed in process (sigv4) with the credentials botocore resolves, so presigning
+costs no round trip.
 Every store error reaches callers as StorageUnavailable (or None/False where "not there" is
 an answer).
 """
 
 from __future__ import annotations
 
+import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, cast
+from typing import IO, TYPE_CHECKING, Any, cast
 from urllib.parse import quote
 
+from boto3.exceptions import S3UploadFailedError
 from botocore.exceptions import BotoCoreError, ClientError
 from django.core.files.storage import storages
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
 from storage_service import sigv4
 from storage_service.errors import StorageUnavailable
-from storage_service.filestorage import FileStorage
 from storage_service.ids import new_id
+from storage_service.objectstore.storage import FileStorage
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -131,7 +138,7 @@ def presign_get(
     inline: bool = False,
 ) -> PresignedDownload:
     """A GET URL (the storage's url()) whose response headers are the service's, whatever
-    the uploader sent."""
+    the uploader sent. (signed_get_url signs one at a chosen instant.)"""
     expires_at = timezone.now() + timedelta(seconds=expires_in)
     parameters: dict[str, Any] = {
         "ResponseCacheControl": DOWNLOAD_CACHE_CONTROL,
@@ -150,13 +157,41 @@ def presign_get(
     return PresignedDownload(url=url, expires_at=expires_at)
 
 
+def signed_get_url(
+    *,
+    key: str,
+    signed_at: datetime,
+    expires_in: int,
+    response_headers: Mapping[str, str] | None = None,
+) -> str:
+    """A presigned GET of ``key`` signed at ``signed_at`` (not the clock), valid for
+    ``expires_in`` seconds from it, whose answer carries ``response_headers`` (S3's
+    ``response-content-type``, ``response-content-disposition``, ``response-cache-control``
+    and the other ``response-*`` overrides) instead of the stored ones.
+
+    The same arguments give the same URL (as long as the credentials are the same ones), so
+    URLs whose ``signed_at`` is rounded to a window are cacheable: see sigv4.get_url.
+    """
+    return sigv4.get_url(
+        storage().signing_scope,
+        key=key,
+        expires_in=expires_in,
+        overrides=dict(response_headers or {}),
+        now=signed_at,
+    )
+
+
 def check() -> None:
     """Raises unless the bucket answers (the readiness probe)."""
     client().head_bucket(Bucket=bucket())
 
 
+def _error_code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code", ""))
+
+
 def _is_missing(exc: ClientError) -> bool:
-    code = str(exc.response.get("Error", {}).get("Code", ""))
+    code = _error_code(exc)
     status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
     return code in {"404", "NoSuchKey", "NotFound"} or status == 404
 
@@ -187,7 +222,7 @@ def read_prefix(key: str, length: int) -> bytes:
         response = client().get_object(Bucket=bucket(), Key=key, Range=f"bytes=0-{length - 1}")
         return response["Body"].read()
     except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") == "InvalidRange":
+        if _error_code(exc) == "InvalidRange":
             return b""  # an empty object has no first byte to range over
         if _is_missing(exc):
             return b""
@@ -233,10 +268,6 @@ class HeldPart:
     etag: str  # without the quotes S3 puts around it
     size: int
     last_modified: datetime | None = None
-
-
-def _error_code(exc: ClientError) -> str:
-    return str(exc.response.get("Error", {}).get("Code", ""))
 
 
 def multipart_start(*, key: str, content_type: str) -> str:
@@ -326,3 +357,88 @@ def multipart_abort(*, key: str, upload_id: str) -> None:
         raise StorageUnavailable("The object store could not abort the upload.") from exc
     except BotoCoreError as exc:
         raise StorageUnavailable("The object store is unreachable; try again.") from exc
+
+
+# --- Whole objects ---------------------------------------------------------------------------
+#
+# The rest of the service never moves bytes (clients use presigned URLs); the variant workers
+# must read an original and write a result, through the storage's file API.
+
+# Originals up to this size are read into memory; larger ones spill to a temporary file.
+SPOOL_BYTES = 64 * 1024 * 1024
+
+
+class ObjectMissing(Exception):
+    """The object is not in the store (a purge raced the work, or the store lost it)."""
+
+
+class SourceTooLarge(Exception):
+    """The object is larger than the worker may read; the message says how large."""
+
+
+# Read from the response stream in pieces of this size, so a limit is never overshot by much.
+CHUNK_BYTES = 1024 * 1024
+
+
+def read(key: str, *, max_bytes: int) -> IO[bytes]:
+    """The whole object, rewound, in memory or (when large) in a temporary file; never more
+    than ``max_bytes`` of it.
+
+    Opening the storage's file reads the size (a HEAD) before a byte is downloaded; then a
+    GET of at most ``max_bytes + 1`` bytes (a range, which the file API cannot ask for) means
+    an object replaced by a larger one since still costs at most that much to find out
+    (SourceTooLarge either way).
+    """
+    spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)  # noqa: SIM115 (returned)
+    try:
+        with storage().open(key, "rb") as stored:
+            if stored.size > max_bytes:
+                raise SourceTooLarge(_too_large(stored.size, max_bytes))
+            body = stored.obj.get(Range=f"bytes=0-{max_bytes}")["Body"]
+        received = 0
+        try:
+            while chunk := body.read(min(CHUNK_BYTES, max_bytes + 1 - received)):
+                received += len(chunk)
+                if received > max_bytes:
+                    raise SourceTooLarge(_too_large(received, max_bytes, grew=True))
+                spool.write(chunk)
+        finally:
+            body.close()
+    except FileNotFoundError as exc:  # the storage's answer to a 404 on open
+        spool.close()
+        raise ObjectMissing(key) from exc
+    except ClientError as exc:
+        spool.close()
+        if _is_missing(exc):  # deleted between the HEAD and the GET
+            raise ObjectMissing(key) from exc
+        raise StorageUnavailable("The object store refused the request.") from exc
+    except BotoCoreError as exc:
+        spool.close()
+        raise StorageUnavailable("The object store is unreachable; try again.") from exc
+    except BaseException:
+        spool.close()
+        raise
+    spool.seek(0)
+    return spool
+
+
+def _too_large(size: int, limit: int, *, grew: bool = False) -> str:
+    found = f"more than {limit}" if grew else str(size)
+    return (
+        f"The original is {found} bytes; variants are made from originals of at most {limit} bytes."
+    )
+
+
+def write(key: str, data: bytes, *, content_type: str) -> str:
+    """Store ``data`` under ``key`` (the storage's save, as is: keys are never reused);
+    returns the store's ETag (without quotes)."""
+    try:
+        saved = storage().save(key, SimpleUploadedFile(key, data, content_type=content_type))
+    except (ClientError, BotoCoreError, S3UploadFailedError) as exc:
+        raise StorageUnavailable("The object store could not store the variant.") from exc
+    if saved != key:
+        raise RuntimeError(f"the storage saved {key!r} as {saved!r}")
+    info = head(key)
+    if info is None or info.size != len(data):
+        raise StorageUnavailable("The object store lost the variant it was given.")
+    return info.etag
