@@ -16,6 +16,7 @@ from typing import Any
 
 from django.core.paginator import Paginator
 from django.db.models import Q
+from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.utils.functional import cached_property
 from rest_framework import serializers
@@ -71,15 +72,22 @@ def download_url(stored: StoredObject, filename: str) -> str:
 
 def preview_url(stored: StoredObject) -> str | None:
     """A short-lived inline URL, only for a type browsers show without running anything; the
-    store answers with the sniffed type, never the declared one."""
+    store answers with the sniffed type, never the declared one, and the service's other
+    download headers."""
     if preview_kind(stored.sniffed_type) is None or stored.sniffed_type is None:
         return None
-    return objectstore.presign_get(
+    return objectstore.signed_get_url(
         key=stored.storage_key,
+        signed_at=timezone.now(),
         expires_in=PREVIEW_SECONDS,
-        content_type=stored.sniffed_type,
-        inline=True,
-    ).url
+        response_headers={
+            "response-content-disposition": "inline",
+            "response-content-type": stored.sniffed_type,
+            "response-cache-control": objectstore.DOWNLOAD_CACHE_CONTROL,
+            "response-content-encoding": objectstore.DOWNLOAD_CONTENT_ENCODING,
+            "response-content-language": objectstore.DOWNLOAD_CONTENT_LANGUAGE,
+        },
+    )
 
 
 def thumbnail_url(file: File) -> str | None:

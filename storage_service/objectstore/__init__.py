@@ -130,12 +130,7 @@ DOWNLOAD_CONTENT_LANGUAGE = "und"
 
 
 def presign_get(
-    *,
-    key: str,
-    expires_in: int,
-    filename: str | None = None,
-    content_type: str | None = None,
-    inline: bool = False,
+    *, key: str, expires_in: int, filename: str | None = None, content_type: str | None = None
 ) -> PresignedDownload:
     """A GET URL (the storage's url()) whose response headers are the service's, whatever
     the uploader sent. (signed_get_url signs one at a chosen instant.)"""
@@ -146,10 +141,7 @@ def presign_get(
         "ResponseContentLanguage": DOWNLOAD_CONTENT_LANGUAGE,
         # No use caching the answer beyond the URL's own life.
         "ResponseExpires": expires_at,
-        # inline: the staff console's previews, of types the caller checked safe to render.
-        "ResponseContentDisposition": "inline"
-        if inline
-        else (content_disposition(filename) if filename else "attachment"),
+        "ResponseContentDisposition": content_disposition(filename) if filename else "attachment",
     }
     if content_type:
         parameters["ResponseContentType"] = content_type
