@@ -7,7 +7,7 @@ from typing import Any
 from accounts.tenancy import Tenant
 from files.models import File
 from webhooks.models import Event
-from webhooks.services import ChangeSql, event_record, event_record_with_change
+from webhooks.services import event_record
 
 
 def file_event_data(file: File) -> dict[str, Any]:
@@ -24,13 +24,3 @@ def file_event_data(file: File) -> dict[str, Any]:
 
 def record_file_event(type: Event.Type, file: File, **extra: Any) -> Event:
     return event_record(tenant=Tenant.of(file), type=type, data={**file_event_data(file), **extra})
-
-
-def record_file_event_with_change(
-    type: Event.Type, file: File, change: ChangeSql
-) -> tuple[Any, ...]:
-    """record_file_event with the change in the same statement (webhooks'
-    event_record_with_change); returns the values of ``change.returning``."""
-    return event_record_with_change(
-        tenant=Tenant.of(file), type=type, data=file_event_data(file), change=change
-    )

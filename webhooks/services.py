@@ -8,7 +8,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from functools import lru_cache
 from typing import Any, NamedTuple
 
 from django.conf import settings
@@ -28,14 +27,7 @@ from storage_service.errors import (
     WebhookLimitReached,
     WebhookNotFound,
 )
-from storage_service.ids import (
-    first_id_at,
-    id_parts_sql,
-    looks_like_id,
-    new_id,
-    new_id_spelled_sql,
-    new_id_sql,
-)
+from storage_service.ids import first_id_at, looks_like_id, new_id
 from webhooks.models import Delivery, Endpoint, Event
 from webhooks.network import UrlRefused, validate_webhook_url
 from webhooks.selectors import endpoint_get
@@ -52,52 +44,46 @@ MAX_ENDPOINTS_PER_PROJECT = 20
 EVENT_TYPES: tuple[str, ...] = tuple(Event.Type.values)
 
 
-# Every API change that records an event pays for this, so it is one round trip: the event
-# row and, in the same statement, a delivery per subscribed endpoint (ids made here, one per
-# possible endpoint). The foreign keys are deferred (Django's), so the deliveries may point at
-# the event inserted beside them. The first attempt is due at the database's now(), the clock
-# every due-time comparison uses, so an API host's clock cannot delay it.
-# ``{change}`` is where a caller's own data-modifying CTEs go (event_record_with_change):
-# the change, its event and its deliveries are then one statement, so one transaction, and
-# ``{returning}`` what the caller reads back from its CTEs (e.g. a sequence-made id).
+# Every API change that records an event pays for this, so it is one round trip when no
+# endpoint is subscribed (most events): the event row, and the subscribed endpoints found in
+# the same statement. A delivery per endpoint found is then inserted by a second statement,
+# its id made by new_id as every id is. The first attempt is due at the database's now(), the
+# clock every due-time comparison uses, so an API host's clock cannot delay it.
 _RECORD_SQL = """
-WITH {change}event AS (
+WITH event AS (
     INSERT INTO webhooks_event (id, project_id, mode, type, data, created_at)
     VALUES (%s, %s, %s, %s, %s::jsonb, %s)
-), deliveries AS (
-    INSERT INTO webhooks_delivery
-        (id, endpoint_id, event_id, status, attempts, created_at, next_attempt_at)
-    SELECT {delivery_id}, e.id, %s, 'PENDING', 0, %s, now()
-    FROM (
-        -- A random UUID per endpoint found (a volatile output keeps this subquery apart):
-        -- each delivery's id is made here, only for the endpoints there are.
-        SELECT e.id, replace(gen_random_uuid()::text, '-', '') AS random_hex
-        FROM webhooks_endpoint AS e
-        WHERE e.project_id = %s AND e.mode = %s AND e.status = 'ACTIVE'
-          AND (e.events IS NULL OR %s = ANY(e.events))
-    ) AS e
-    RETURNING id
 )
-SELECT ARRAY(SELECT id FROM deliveries){returning}
+SELECT ARRAY(
+    SELECT e.id FROM webhooks_endpoint AS e
+    WHERE e.project_id = %s AND e.mode = %s AND e.status = 'ACTIVE'
+      AND (e.events IS NULL OR %s = ANY(e.events))
+    ORDER BY e.id
+)
+"""
+
+# The deliveries of events (ids made here, by new_id): one row per (id, endpoint, event) of
+# the three arrays. An endpoint deleted since it was found is skipped, not an error.
+_DELIVERIES_SQL = """
+INSERT INTO webhooks_delivery
+    (id, endpoint_id, event_id, status, attempts, created_at, next_attempt_at)
+SELECT d.id, d.endpoint_id, d.event_id, 'PENDING', 0, %s, now()
+FROM unnest(%s::text[], %s::text[], %s::text[]) AS d(id, endpoint_id, event_id)
+WHERE EXISTS (SELECT 1 FROM webhooks_endpoint AS e WHERE e.id = d.endpoint_id)
 """
 
 
-# Made as new_id("dl") makes them (tests/webhooks compare the two).
-_DELIVERY_ID_SQL = new_id_sql("dl", "e.random_hex")
-
-
-@lru_cache(maxsize=64)
-def _record_sql(ctes: str, returning: tuple[str, ...]) -> str:
-    """The statement with a change's CTEs: its text depends only on the change's shape, of
-    which each caller has a few, so each is written once."""
-    return _RECORD_SQL.format(
-        delivery_id=_DELIVERY_ID_SQL,
-        change=ctes,
-        returning="".join(f", {expression}" for expression in returning),
+def _deliveries_insert(
+    cursor: Any, *, events: Sequence[str], endpoints: Sequence[str], now: datetime
+) -> list[str]:
+    """A PENDING delivery, due now, of each event to each endpoint; their ids, in order."""
+    pairs = [(event_id, endpoint_id) for event_id in events for endpoint_id in endpoints]
+    ids = [new_id("dl") for _ in pairs]
+    cursor.execute(
+        _DELIVERIES_SQL,
+        [now, ids, [endpoint for _, endpoint in pairs], [event for event, _ in pairs]],
     )
-
-
-_RECORD_SQL_ALONE = _record_sql("", ())
+    return ids
 
 
 def enqueue(ids: Sequence[str], *, eta: datetime | None = None) -> None:
@@ -165,7 +151,7 @@ def drain_end(project_id: str, *, has_due: Callable[[], bool]) -> None:
 
 @dataclass(frozen=True)
 class ChangeSql:
-    """A change written in the same statement as its event.
+    """A change written in the same statement that reads its events' data.
 
     ``ctes``: data-modifying CTEs (``name AS (INSERT ...), ``, each followed by a comma and
     a space) with positional ``%s`` parameters ``params``; PostgreSQL runs each exactly once
@@ -195,7 +181,7 @@ def event_record(
     """
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("events must be recorded inside the transaction of their change")
-    recorded, _ = _record(tenant=tenant, type=type, data=data, at=at, change=None)
+    recorded = _record(tenant=tenant, type=type, data=data, at=at)
     event = Event(
         id=recorded.id,
         **tenant.owner(),
@@ -207,19 +193,6 @@ def event_record(
     return event
 
 
-def event_record_with_change(
-    *, tenant: Tenant, type: str, data: dict[str, Any], change: ChangeSql
-) -> tuple[Any, ...]:
-    """As event_record, with the change itself in the same statement: a single
-    statement is atomic on its own, so the change, its event and its deliveries commit (or
-    vanish) together with no surrounding transaction, in one round trip instead of BEGIN,
-    one per statement, and COMMIT. Inside an atomic block it is simply part of it.
-
-    Returns the values of ``change.returning``; no Event instance is built (a model
-    instance costs a noticeable share of an upload start), since its callers need none."""
-    return _record(tenant=tenant, type=type, data=data, at=None, change=change)[1]
-
-
 class _Recorded(NamedTuple):
     """What an event row was written with."""
 
@@ -229,44 +202,37 @@ class _Recorded(NamedTuple):
     db_alias: str
 
 
-def _record(
-    *,
-    tenant: Tenant,
-    type: str,
-    data: dict[str, Any],
-    at: datetime | None,
-    change: ChangeSql | None,
-) -> tuple[_Recorded, tuple[Any, ...]]:
+def _record(*, tenant: Tenant, type: str, data: dict[str, Any], at: datetime | None) -> _Recorded:
     project = tenant.project
     payload = {"projectId": project.id, "organizationId": project.organization_id, **data}
     now = timezone.now()
     event_id, created_at = new_id("evt"), at or now
     # Looked up once: every read through the ``connection`` proxy looks the connection up.
     db = transaction.get_connection()
-    sql = _record_sql(change.ctes, change.returning) if change is not None else _RECORD_SQL_ALONE
     with db.cursor() as cursor:
         cursor.execute(
-            sql,
+            _RECORD_SQL,
             [
-                *(change.params if change is not None else ()),
                 event_id,
                 project.id,
                 tenant.mode,
                 type,
                 json.dumps(payload),
                 created_at,
-                event_id,
-                now,
                 project.id,
                 tenant.mode,
                 type,
             ],
         )
-        ids, *returned = cursor.fetchone()
+        (endpoints,) = cursor.fetchone()
+        ids = (
+            _deliveries_insert(cursor, events=[event_id], endpoints=endpoints, now=now)
+            if endpoints
+            else []
+        )
     if ids:
-        # Outside an atomic block (a change statement, committed by now) this runs at once.
         transaction.on_commit(lambda: enqueue(ids))
-    return _Recorded(event_id, payload, created_at, db.alias), tuple(returned)
+    return _Recorded(event_id, payload, created_at, db.alias)
 
 
 @dataclass(frozen=True)
@@ -499,43 +465,23 @@ def events_delete_expired(
 
 # --- Many events in one statement (a job's batch) ----------------------------------------
 
-# event_record's statement for one event per row of the caller's CTE ``{rows}``: each
-# event's id made by the database as new_id makes them, its data the caller's jsonb
-# expression over the row ``r`` after projectId and organizationId, and a delivery per
-# subscribed endpoint of the tenant, all with the change (``{change}``) in one statement.
-# The ids are spelled by new_id_spelled_sql (half the CPU of new_id_sql's, for thousands of
-# them) from numbers computed once per row in a subquery of their own: a volatile output
-# (the random UUID, the clock) keeps each such subquery apart, evaluated once per row.
-_RECORD_ROWS_SQL = """
-WITH {change}event_rows AS (
-    SELECT r.*, replace(gen_random_uuid()::text, '-', '') AS event_random FROM {rows} AS r
-), event AS (
-    INSERT INTO webhooks_event (id, project_id, mode, type, data, created_at)
-    SELECT {event_id}, %s, %s, %s, %s::jsonb || ({data}), %s
-    FROM (SELECT r.*, {event_id_parts} FROM event_rows AS r) AS r
-    RETURNING id
-), deliveries AS (
-    INSERT INTO webhooks_delivery
-        (id, endpoint_id, event_id, status, attempts, created_at, next_attempt_at)
-    SELECT {delivery_id}, e.id, e.event_id, 'PENDING', 0, %s, now()
-    FROM (
-        SELECT e.*, {delivery_id_parts} FROM (
-            SELECT e.id, event.id AS event_id,
-                replace(gen_random_uuid()::text, '-', '') AS random_hex
-            FROM event CROSS JOIN webhooks_endpoint AS e
-            WHERE e.project_id = %s AND e.mode = %s AND e.status = 'ACTIVE'
-              AND (e.events IS NULL OR %s = ANY(e.events))
-        ) AS e
-    ) AS e
-    RETURNING id
-)
-SELECT (SELECT count(*) FROM event), (SELECT count(*) FROM deliveries){returning}
+# The change of a batch and, in the same statement, each event's data (a row of the caller's
+# CTE ``{rows}`` as jsonb after projectId and organizationId) and the subscribed endpoints:
+# the events and their deliveries are then inserted with ids made by new_id.
+_ROWS_DATA_SQL = """
+WITH {change}event_rows AS (SELECT (%s::jsonb || ({data}))::text AS data FROM {rows} AS r)
+SELECT ARRAY(SELECT data FROM event_rows), ARRAY(
+    SELECT e.id FROM webhooks_endpoint AS e
+    WHERE e.project_id = %s AND e.mode = %s AND e.status = 'ACTIVE'
+      AND (e.events IS NULL OR %s = ANY(e.events))
+    ORDER BY e.id
+){returning}
 """
-# The same for every call: built once (each spelled id is about 1,800 characters).
-_ROW_EVENT_ID_SQL = new_id_spelled_sql("evt", "r")
-_ROW_EVENT_ID_PARTS_SQL = id_parts_sql("r.event_random")
-_ROW_DELIVERY_ID_SQL = new_id_spelled_sql("dl", "e")
-_ROW_DELIVERY_ID_PARTS_SQL = id_parts_sql("e.random_hex")
+
+_EVENTS_SQL = """
+INSERT INTO webhooks_event (id, project_id, mode, type, data, created_at)
+SELECT r.id, %s, %s, %s, r.data::jsonb, %s FROM unnest(%s::text[], %s::text[]) AS r(id, data)
+"""
 
 
 def events_record_rows(
@@ -547,44 +493,45 @@ def events_record_rows(
     data: str,
     data_params: list[Any],
 ) -> tuple[int, tuple[Any, ...]]:
-    """One event (and its deliveries) per row of the CTE ``rows`` that ``change`` defines, in
-    one statement with the change: what event_record does for one change, for a batch of
-    changes (a job's). ``data``: a jsonb expression over the row ``r`` (positional
-    parameters ``data_params``), the fields each event is about. Returns the number of events
-    and the values of ``change.returning``.
+    """One event (and its deliveries) per row of the CTE ``rows`` that ``change`` defines,
+    with the change, inside the caller's transaction: what event_record does for one change,
+    for a batch of changes (a job's). ``data``: a jsonb expression over the row ``r``
+    (positional parameters ``data_params``), the fields each event is about. Returns the
+    number of events and the values of ``change.returning``.
 
     The deliveries are sent by the project's drain (``drain_start`` after commit), not by a
     message naming them, so a job's fan-out never queues ahead of other projects."""
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("events must be recorded inside the transaction of their change")
     project = tenant.project
     base = {"projectId": project.id, "organizationId": project.organization_id}
     now = timezone.now()
-    sql = _RECORD_ROWS_SQL.format(
+    sql = _ROWS_DATA_SQL.format(
         change=change.ctes,
         rows=rows,
-        event_id=_ROW_EVENT_ID_SQL,
-        event_id_parts=_ROW_EVENT_ID_PARTS_SQL,
         data=data,
-        delivery_id=_ROW_DELIVERY_ID_SQL,
-        delivery_id_parts=_ROW_DELIVERY_ID_PARTS_SQL,
         returning="".join(f", {expression}" for expression in change.returning),
     )
     params = [
         *change.params,
-        project.id,
-        tenant.mode,
-        type,
         json.dumps(base),
         *data_params,
-        now,
-        now,
         project.id,
         tenant.mode,
         type,
     ]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        count, deliveries, *returned = cursor.fetchone()
+        datas, endpoints, *returned = cursor.fetchone()
+        events = [new_id("evt") for _ in datas]
+        if events:
+            cursor.execute(_EVENTS_SQL, [project.id, tenant.mode, type, now, events, datas])
+        deliveries = (
+            _deliveries_insert(cursor, events=events, endpoints=endpoints, now=now)
+            if events and endpoints
+            else []
+        )
     if deliveries:
         project_id = project.id
         transaction.on_commit(lambda: drain_start(project_id))
-    return int(count), tuple(returned)
+    return len(events), tuple(returned)

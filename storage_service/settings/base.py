@@ -59,9 +59,9 @@ def database_from_url(url: str) -> dict[str, object]:
         # Persistent connections: the API answers most requests with two or three queries, so
         # a fresh connection per request would dominate latency.
         "CONN_MAX_AGE": env_int("DATABASE_CONN_MAX_AGE", 60, minimum=0),
-        # A reused connection is checked at the start of each request, so one that PostgreSQL
-        # closed (a restart, a failover) is replaced instead of failing a request: by its
-        # socket in the API (storage_service/dbhealth.py), by Django's SELECT 1 elsewhere.
+        # A reused connection is checked (Django's SELECT 1) before a request's first query,
+        # so one that PostgreSQL closed (a restart, a failover) is replaced instead of
+        # failing the request.
         "CONN_HEALTH_CHECKS": True,
         "OPTIONS": options,
     }
