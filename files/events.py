@@ -19,6 +19,7 @@ def file_event_data(file: File) -> dict[str, Any]:
         "size": file.size,
         "version": file.version,
         "status": file.status,
+        "uploadTokenId": file.upload_token_id,
     }
 
 

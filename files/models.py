@@ -144,6 +144,9 @@ class File(models.Model):
     # The ThumbHash (base64) of the current version's thumbnail, written by the variant
     # worker that made it; null until then, and for files that are not images.
     placeholder = models.CharField(max_length=100, null=True, blank=True)
+    # The upload token (``utk_…``) that started the file; null when an API key did. A plain
+    # id, not a foreign key: tokens live in uploads, which files does not import.
+    upload_token_id = models.CharField(max_length=30, null=True, blank=True)
 
     objects = FileQuerySet.as_manager()
 

@@ -12,7 +12,6 @@ from accounts.tenancy import Tenant
 from files.models import File, FileQuerySet
 from storage_service.errors import FileNotFound
 from storage_service.ids import looks_like_id
-from storage_service.raw_select import SelectList
 
 
 def file_get(*, tenant: Tenant, file_id: str) -> File:

@@ -114,6 +114,7 @@ class FileRow(Protocol):
     checksum: str | None
     deleted_at: datetime | None
     placeholder: str | None
+    upload_token_id: str | None
 
 
 FILE_FIELDS = tuple(FileRow.__annotations__)
@@ -134,6 +135,7 @@ def file_json(file: FileRow) -> FileJson:
         "updatedAt": iso_required(file.updated_at),
         "expiresAt": iso(file.expires_at),
         "placeholder": file.placeholder,
+        "uploadTokenId": file.upload_token_id,
     }
     if file.uploaded_at is not None:
         body["uploadedAt"] = iso_required(file.uploaded_at)

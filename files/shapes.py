@@ -48,6 +48,10 @@ class FileJson(TypedDict):
             "image loads; null until the thumbnail is made, and for files that are not images."
         ),
     ]
+    uploadTokenId: Annotated[
+        str | None,
+        JsonSchema(description="The upload token (`utk_…`) that started the file; null: a key."),
+    ]
     uploadedAt: NotRequired[Timestamp]
     checksum: NotRequired[Checksum]
     deletedAt: NotRequired[Timestamp]

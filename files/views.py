@@ -14,7 +14,7 @@ from rest_framework import viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from accounts.context import tenant_of
+from accounts.context import tenant_of, upload_grant_of
 from accounts.scopes import scope
 from files import selectors, services
 from files.filters import FileFilterSet, FolderFilterSet
@@ -56,6 +56,8 @@ from storage_service.serializers import EmptyRequest, validated
 from storage_service.shapes import Data
 
 NOT_FOUND = ("FILE_NOT_FOUND",)
+# What an upload token's bounds refuse at a start (files/services/grants.py, uploads).
+TOKEN_START_ERRORS = ("PATH_NOT_ALLOWED", "UPLOAD_TOKEN_EXHAUSTED", "ORIGIN_NOT_ALLOWED")
 
 
 class FileViewSet(viewsets.GenericViewSet):
@@ -85,7 +87,7 @@ class FileViewSet(viewsets.GenericViewSet):
         return values_page(queryset, FILE_FIELDS, count)
 
     @extend_schema(
-        extensions=scope("files:write"),
+        extensions=scope("files:write", upload_token=True),
         tags=["files"],
         summary="Start a single-PUT upload",
         description="Creates a pending file and answers a presigned PUT. PUT the bytes to "
@@ -100,6 +102,7 @@ class FileViewSet(viewsets.GenericViewSet):
                 "CONTENT_TYPE_NOT_ALLOWED",
                 "IDEMPOTENCY_KEY_REUSED",
                 "STORAGE_UNAVAILABLE",
+                *TOKEN_START_ERRORS,
             ),
         },
     )
@@ -111,6 +114,7 @@ class FileViewSet(viewsets.GenericViewSet):
             **upload_arguments(body),
             idempotency_key=key,
             request_hash=request_fingerprint(request.data) if key is not None else "",
+            grant=upload_grant_of(request),
         )
         answer: FileWithUploadJson = file_with_upload_json(started.file, started.upload)
         response = Response(answer, status=201)
@@ -119,7 +123,7 @@ class FileViewSet(viewsets.GenericViewSet):
         return response
 
     @extend_schema(
-        extensions=scope("files:write"),
+        extensions=scope("files:write", upload_token=True),
         tags=["files"],
         summary="Verify the uploaded bytes and mark the file uploaded",
         description="Reads the stored object's real size and sniffs its type. With no bytes "
@@ -143,7 +147,9 @@ class FileViewSet(viewsets.GenericViewSet):
     )
     def complete(self, request: Request, file_id: str) -> Response:
         validated(EmptyRequest, request.data)
-        file = services.file_complete(tenant=tenant_of(request), file_id=file_id)
+        file = services.file_complete(
+            tenant=tenant_of(request), file_id=file_id, grant=upload_grant_of(request)
+        )
         answer: Data[FileCompletedJson] = {"data": completed_json(file)}
         return Response(answer)
 

@@ -246,6 +246,33 @@ class StorageUnavailable(ApiError):
     status, code = 503, "STORAGE_UNAVAILABLE"
 
 
+# --- Upload tokens ---------------------------------------------------------------------------
+# The OpenAPI extension that marks an operation an upload token may call (accounts/scopes.py).
+UPLOAD_TOKEN_EXTENSION = "x-upload-token"
+
+
+class UploadTokenNotFound(ApiError):
+    status, code = 404, "UPLOAD_TOKEN_NOT_FOUND"
+
+
+class PathNotAllowed(ApiError):
+    """An upload token's file outside the token's folder (the folder itself or below it)."""
+
+    status, code = 403, "PATH_NOT_ALLOWED"
+
+
+class UploadTokenExhausted(ApiError):
+    """An upload token has started its ``maxFiles`` files already."""
+
+    status, code = 403, "UPLOAD_TOKEN_EXHAUSTED"
+
+
+class OriginNotAllowed(ApiError):
+    """An upload token sent from an ``Origin`` outside its ``allowedOrigins``."""
+
+    status, code = 403, "ORIGIN_NOT_ALLOWED"
+
+
 class ServiceUnavailable(ApiError):
     """The database (or another dependency) did not answer: retry shortly, nothing changed."""
 

@@ -340,6 +340,8 @@ CODE_STATUS.update({"RATE_LIMITED": 429})
 # The scope a restricted key needs for an operation (accounts/scopes.py declares it on each
 # view's @extend_schema: ``extensions=scope("files:read")``; null: any key).
 SCOPE_EXTENSION = errors.SCOPE_EXTENSION
+# The security scheme of upload tokens (ut_…), on the operations marked x-upload-token.
+UPLOAD_TOKEN = "uploadToken"
 # Every authenticated operation can answer these.
 ALWAYS = ("UNAUTHENTICATED", "RATE_LIMITED", "SERVICE_UNAVAILABLE")
 HEADER_STRING: Schema = {"type": "string"}
@@ -525,10 +527,17 @@ class AutoSchema(SpectacularAutoSchema):
         """The key scheme, with the operation's scope as the requirement's role (OpenAPI 3.1
         allows roles for any scheme), as well as in ``x-required-scope``."""
         auth: list[dict[str, list[str]]] = super().get_auth()
+        if not (self.get_extensions() or {}).get(errors.UPLOAD_TOKEN_EXTENSION):
+            # An upload token is accepted only where the operation says so.
+            auth = [requirement for requirement in auth if UPLOAD_TOKEN not in requirement]
         needed = self.required_scope()
         if not needed:
             return auth
-        return [{name: [needed] for name in requirement} for requirement in auth]
+        # Scopes are a key's; a token is bounded by its own fields instead.
+        return [
+            {name: [] if name == UPLOAD_TOKEN else [needed] for name in requirement}
+            for requirement in auth
+        ]
 
 
 def errors_of(*codes: str) -> dict[int, ErrorResponse]:
@@ -548,6 +557,20 @@ class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
             "description": "An API key: `Authorization: Bearer sk_test_…` or `sk_live_…`; a "
             "restricted key (`rk_test_…`, `rk_live_…`) may call only the operations whose "
             "`x-required-scope` it holds.",
+        }
+
+
+class UploadTokenAuthenticationScheme(OpenApiAuthenticationExtension):
+    target_class = "uploads.auth.UploadTokenAuthentication"
+    name = UPLOAD_TOKEN
+
+    def get_security_definition(self, auto_schema: Any) -> Schema:
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "An upload token, `Authorization: Bearer ut_…` (`POST "
+            "/v1/upload-tokens` mints one): only for the operations marked "
+            "`x-upload-token`, on the uploads it started, within its bounds.",
         }
 
 

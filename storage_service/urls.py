@@ -16,6 +16,7 @@ from files.jobviews import FileBatchViewSet, FolderOperationViewSet, JobViewSet
 from files.views import FileViewSet, FolderViewSet
 from storage_service.errors import handler404 as handler404_view
 from storage_service.health import healthz, readyz
+from uploads.tokenviews import UploadTokenViewSet
 from uploads.views import MultipartUploadViewSet
 from variants.views import VariantViewSet
 from webhooks.views import DeliveryViewSet, EventViewSet, WebhookViewSet
@@ -52,6 +53,11 @@ urlpatterns = [
     path(U, uploads({"delete": "destroy"})),
     path(f"{U}/parts", uploads({"get": "list_parts", "post": "sign_parts"})),
     path(f"{U}/complete", uploads({"post": "complete"})),
+    path("v1/upload-tokens", UploadTokenViewSet.as_view({"get": "list", "post": "create"})),
+    path(
+        "v1/upload-tokens/<str:token_id>",
+        UploadTokenViewSet.as_view({"get": "retrieve", "delete": "destroy"}),
+    ),
     path(f"{F}/transform", variants({"post": "transform"})),
     path(f"{F}/variants", variants({"get": "list"})),
     path(f"{F}/variants/<str:variant_id>/download-url", variants({"post": "download_url"})),

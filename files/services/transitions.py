@@ -34,10 +34,13 @@ RESTORABLE = "f.status = 'deleted' AND f.purged_at IS NULL AND o.state <> 'purge
 NOT_DELETED = "f.status <> 'deleted'"
 
 # The columns every file event's data is built from (files/events.py's file_event_data).
-_CHANGED = "f.id, f.filename, f.path, f.content_type, f.size, f.version, f.status"
+_CHANGED = (
+    "f.id, f.filename, f.path, f.content_type, f.size, f.version, f.status, f.upload_token_id"
+)
 _FILE_DATA = (
     "jsonb_build_object('fileId', r.id, 'filename', r.filename, 'path', r.path,"
-    " 'contentType', r.content_type, 'size', r.size, 'version', r.version, 'status', r.status)"
+    " 'contentType', r.content_type, 'size', r.size, 'version', r.version, 'status', r.status,"
+    " 'uploadTokenId', r.upload_token_id)"
 )
 # The API's timestamp format (storage_service/timefmt.py's iso): milliseconds, truncated.
 _ISO = "to_char({} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"

@@ -7,6 +7,7 @@ from typing import Any
 
 from django.db import transaction
 
+from accounts.grants import UploadGrant
 from accounts.tenancy import Tenant
 from files import hooks
 from files.events import record_file_event
@@ -23,6 +24,7 @@ from files.services.common import (
     read_file,
     verify,
 )
+from files.services.grants import grant_admit, grant_owns, grant_recheck, grant_replay
 from files.services.idempotency import SINGLE, idempotency_claim, idempotency_remember
 from files.services.limits import limits_check, storage_reserve
 from storage_service import objectstore
@@ -46,8 +48,13 @@ def file_upload_start(
     expires_at: datetime | None = None,
     idempotency_key: str | None = None,
     request_hash: str = "",
+    grant: UploadGrant | None = None,
 ) -> StartedUpload:
     """Create a pending file and presign the PUT of its bytes.
+
+    0. With an upload token's ``grant``: its bounds first (files/services/grants.py), and
+       its count of files in the start's own transaction (an idempotent replay counts
+       nothing).
 
     1. Refuse sizes above the single-PUT limit (413; larger files use multipart), and what
        the tenant's limits refuse (413, 422); under a storage limit, reserve the size (403
@@ -59,12 +66,21 @@ def file_upload_start(
        transaction: the change and its event commit (or vanish) together.
     """
     check_single_put_size(size)
+    upload_token_id = None
+    if grant is not None:
+        admitted = grant_admit(
+            grant, path=path, size=size, content_type=content_type, metadata=metadata
+        )
+        path, metadata, upload_token_id = admitted.path, admitted.metadata, grant.token_id
     limits = limits_check(tenant=tenant, content_type=content_type, size=size)
     with transaction.atomic():
         if idempotency_key is not None:
             replay = _idempotent_replay(tenant, idempotency_key, request_hash)
             if replay is not None:
+                grant_replay(grant, replay.file)
                 return replay
+        if grant is not None:
+            grant.claim()
         storage_reserve(tenant=tenant, limits=limits, size=size)
         stored = new_object(tenant, content_type=content_type, size=size)
         file = File.objects.create(
@@ -76,6 +92,7 @@ def file_upload_start(
             metadata=metadata,
             expires_at=expires_at,
             current_object=stored,
+            upload_token_id=upload_token_id,
         )
         upload = presign_upload(stored)
         if idempotency_key is not None:
@@ -111,7 +128,7 @@ def _idempotent_replay(tenant: Tenant, key: str, request_hash: str) -> StartedUp
     return StartedUpload(file=file, upload=upload, replayed=True)
 
 
-def file_complete(*, tenant: Tenant, file_id: str) -> File:
+def file_complete(*, tenant: Tenant, file_id: str, grant: UploadGrant | None = None) -> File:
     """Verify the uploaded bytes and publish version 1.
 
     1. Only a pending file can complete (409 FILE_NOT_PENDING), and not one another app
@@ -123,10 +140,11 @@ def file_complete(*, tenant: Tenant, file_id: str) -> File:
     3. Otherwise the file becomes ``uploaded`` with its checksum; ``file.uploaded``.
     """
     file = read_file(tenant, file_id)
+    grant_owns(grant, file)
     _check_completable(file)
     stored = file.current_object
     # The store's answers, with no row locked: a slow store holds no lock.
-    verified = verify(stored)
+    verified = grant_recheck(file, stored, verify(stored))
     with transaction.atomic():
         file = lock_file(tenant, file_id)
         # Re-checked under the lock: of two concurrent completes, the second sees the first's

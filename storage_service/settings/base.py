@@ -96,6 +96,8 @@ MIDDLEWARE = [
     "storage_service.middleware.RequestIdMiddleware",
     # Inside the request id (it logs it), outside everything else (it times all of it).
     "storage_service.logs.RequestLogMiddleware",
+    # Upload tokens' CORS (answers their preflights itself); API keys never get CORS headers.
+    "storage_service.cors.UploadTokenCorsMiddleware",
     # Before anything reads the body or the query: an oversized body is refused unread (413),
     # a query string that is not UTF-8 with 400.
     "storage_service.middleware.RequestLimitsMiddleware",
@@ -318,7 +320,11 @@ CELERY_TASK_ROUTES = {"webhooks.tasks.*": {"queue": SERVICE_WEBHOOK_QUEUE}}
 
 # --- DRF ---------------------------------------------------------------------------------
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.auth.ApiKeyAuthentication"],
+    # Upload tokens (ut_…) first: it answers only for them and leaves API keys to the next.
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "uploads.auth.UploadTokenAuthentication",
+        "accounts.auth.ApiKeyAuthentication",
+    ],
     # In order: 401 without a key, then 403 INSUFFICIENT_SCOPE, before throttling counts it.
     "DEFAULT_PERMISSION_CLASSES": ["accounts.auth.HasProject", "accounts.scopes.HasScope"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],

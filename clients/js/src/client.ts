@@ -5,6 +5,7 @@
  */
 import { webCrypto } from "./crypto.js";
 import { DELIVERY_KEY_ENV, DeliveryKey, type DeliveryUrlOptions, signedOptions } from "./delivery.js";
+import { UploadTokens } from "./uploadtokens.js";
 import {
   type CompletedPart,
   ConfigurationError,
@@ -90,6 +91,7 @@ export class StorageClient {
   readonly webhooks: Webhooks;
   readonly events: Events;
   readonly jobs: Jobs;
+  readonly uploadTokens: UploadTokens;
   /** @internal */
   readonly api: Api;
   /** @internal */
@@ -128,6 +130,7 @@ export class StorageClient {
     this.jobs = new Jobs(this);
     this.webhooks = new Webhooks(this.api);
     this.events = new Events(this.api);
+    this.uploadTokens = new UploadTokens(this.api);
   }
 
   /** What the project stores and serves in the key's mode, and its limits (null when unset). */

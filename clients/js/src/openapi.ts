@@ -553,6 +553,48 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/upload-tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The project's upload tokens, newest first (keyset pages; never the tokens) */
+        get: operations["upload-tokens_list"];
+        put?: never;
+        /**
+         * Mint an upload token for a browser (the answer is the only time it is shown)
+         * @description The page sends `Authorization: Bearer ut_…` to start uploads (`POST /v1/files/upload`, `POST /v1/uploads/multipart`), to work on the multipart uploads it started and to complete the files it started; any other operation answers 403 `INSUFFICIENT_SCOPE`. Each start is checked against the token's bounds before anything is written.
+         */
+        post: operations["upload-tokens_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/upload-tokens/{token_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get an upload token (never the token itself) */
+        get: operations["upload-tokens_retrieve"];
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an upload token: it stops working at once; revoking twice succeeds
+         * @description Uploads it started stay as they are: the application's server may still complete or delete them with its key.
+         */
+        delete: operations["upload-tokens_destroy"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/uploads/multipart": {
         parameters: {
             query?: never;
@@ -1167,6 +1209,8 @@ export interface components {
              * @example 2026-11-22T03:55:04.086Z
              */
             uploadedAt?: string;
+            /** @description The upload token (`utk_…`) that started the file; null: a key. */
+            uploadTokenId: string | null;
             version: number;
         };
         FileCompleted: {
@@ -1629,6 +1673,93 @@ export interface components {
             path?: string | null;
             /** @description Bytes; at most 5368709120 (`SERVICE_MAX_SINGLE_UPLOAD_BYTES`); above it, 413 `FILE_TOO_LARGE`. */
             size: number;
+        };
+        /** @description An upload token's bounds and use. `path` null: the root (any folder); `maxFileSizeBytes`, `allowedContentTypes`, `allowedOrigins` null: no bound beyond the project's own limits. */
+        UploadToken: {
+            allowedContentTypes: string[] | null;
+            allowedOrigins: string[] | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T03:55:04.086Z
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T03:55:04.086Z
+             */
+            expiresAt: string;
+            filesStarted: number;
+            /** @example utk_01m80p9qhfbw0rf406y6kr13qe */
+            id: string;
+            maxFiles: number;
+            maxFileSizeBytes: number | null;
+            metadata: {
+                [key: string]: unknown;
+            } | null;
+            path: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T03:55:04.086Z
+             */
+            revokedAt: string | null;
+        };
+        /** @description The token object and the token itself (`ut_…`), shown this once: hand it to the page that uploads. */
+        UploadTokenCreated: {
+            token: string;
+            uploadToken: components["schemas"]["UploadToken"];
+        };
+        /** @description The contract's `{"data": ...}` envelope. */
+        UploadTokenCreatedData: {
+            data: components["schemas"]["UploadTokenCreated"];
+        };
+        /**
+         * @description Every field optional: ``{}`` mints a token for one file of any type, anywhere, for
+         *     15 minutes.
+         */
+        UploadTokenCreateRequest: {
+            /** @description MIME types, exact (`application/pdf`) or a whole type (`image/*`), checked against the declared type at start and the real type of the bytes at complete (422 `CONTENT_TYPE_NOT_ALLOWED`). null: any type. */
+            allowedContentTypes?: string[] | null;
+            /**
+             * @description The pages' origins (`https://app.example`): a request with any other `Origin`, or none, answers 403 `ORIGIN_NOT_ALLOWED`. null: any origin.
+             * @example [
+             *       "https://app.example"
+             *     ]
+             */
+            allowedOrigins?: string[] | null;
+            /** @default 900 */
+            expiresInSeconds: number;
+            /** @default 1 */
+            maxFiles: number;
+            /** @description The largest declared size of one file, in bytes (413 `FILE_TOO_LARGE` above it). null: the service's own limits. */
+            maxFileSizeBytes?: number | null;
+            /** @description Your own JSON, replaced whole on update: at most 64 keys (`SERVICE_MAX_METADATA_KEYS`) of 1 to 128 characters, at most 8192 bytes as compact UTF-8 JSON (`SERVICE_MAX_METADATA_BYTES`), and objects and arrays nested at most 8 deep, the metadata object itself being depth 1 (`SERVICE_MAX_METADATA_DEPTH`). null clears it. */
+            metadata?: {
+                [key: string]: unknown;
+            } | null;
+            /**
+             * @description A folder: segments joined by '/' (no leading or trailing '/'; no empty, '.' or '..' segment; no segment starting or ending with whitespace; no '\', control, invisible or text-direction characters, as in filenames). null, '' and '/' mean the root. At most 1024 characters (`SERVICE_MAX_PATH_LENGTH`) and at most 2048 bytes as UTF-8.
+             * @example invoices/2026
+             */
+            path?: string | null;
+        };
+        /** @description The contract's `{"data": ...}` envelope. */
+        UploadTokenData: {
+            data: components["schemas"]["UploadToken"];
+        };
+        /** @description A keyset page: the items, and how to ask for the next page. */
+        UploadTokenPaged: {
+            data: components["schemas"]["UploadToken"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        UploadTokenRevoked: {
+            /** @example utk_01m80p9qhfbw0rf406y6kr13qe */
+            id: string;
+            /** @enum {boolean} */
+            revoked: true;
+        };
+        /** @description The contract's `{"data": ...}` envelope. */
+        UploadTokenRevokedData: {
+            data: components["schemas"]["UploadTokenRevoked"];
         };
         Usage: {
             bandwidth: components["schemas"]["UsageBandwidth"];
@@ -4302,7 +4433,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Codes: `QUOTA_EXCEEDED`, `INSUFFICIENT_SCOPE` */
+            /** @description Codes: `QUOTA_EXCEEDED`, `PATH_NOT_ALLOWED`, `UPLOAD_TOKEN_EXHAUSTED`, `ORIGIN_NOT_ALLOWED`, `INSUFFICIENT_SCOPE` */
             403: {
                 headers: {
                     /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
@@ -5056,6 +5187,365 @@ export interface operations {
             };
         };
     };
+    "upload-tokens_list": {
+        parameters: {
+            query?: {
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UploadTokenPaged"];
+                };
+            };
+            /** @description Codes: `VALIDATION_ERROR` */
+            400: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `UNAUTHENTICATED` */
+            401: {
+                headers: {
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `INSUFFICIENT_SCOPE` */
+            403: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description Seconds until the key's next one-minute window. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `SERVICE_UNAVAILABLE` */
+            503: {
+                headers: {
+                    /** @description With `SERVICE_UNAVAILABLE`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "upload-tokens_create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["UploadTokenCreateRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UploadTokenCreatedData"];
+                };
+            };
+            /** @description Codes: `VALIDATION_ERROR` */
+            400: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `UNAUTHENTICATED` */
+            401: {
+                headers: {
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `INSUFFICIENT_SCOPE` */
+            403: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `PAYLOAD_TOO_LARGE` */
+            413: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `VALIDATION_ERROR` */
+            415: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description Seconds until the key's next one-minute window. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `SERVICE_UNAVAILABLE` */
+            503: {
+                headers: {
+                    /** @description With `SERVICE_UNAVAILABLE`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "upload-tokens_retrieve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A `utk_` id. */
+                token_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UploadTokenData"];
+                };
+            };
+            /** @description Codes: `UNAUTHENTICATED` */
+            401: {
+                headers: {
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `INSUFFICIENT_SCOPE` */
+            403: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `UPLOAD_TOKEN_NOT_FOUND` */
+            404: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description Seconds until the key's next one-minute window. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `SERVICE_UNAVAILABLE` */
+            503: {
+                headers: {
+                    /** @description With `SERVICE_UNAVAILABLE`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "upload-tokens_destroy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A `utk_` id. */
+                token_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UploadTokenRevokedData"];
+                };
+            };
+            /** @description Codes: `UNAUTHENTICATED` */
+            401: {
+                headers: {
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `INSUFFICIENT_SCOPE` */
+            403: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `UPLOAD_TOKEN_NOT_FOUND` */
+            404: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description Seconds until the key's next one-minute window. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `SERVICE_UNAVAILABLE` */
+            503: {
+                headers: {
+                    /** @description With `SERVICE_UNAVAILABLE`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     uploads_create: {
         parameters: {
             query?: never;
@@ -5107,7 +5597,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Codes: `QUOTA_EXCEEDED`, `INSUFFICIENT_SCOPE` */
+            /** @description Codes: `QUOTA_EXCEEDED`, `PATH_NOT_ALLOWED`, `UPLOAD_TOKEN_EXHAUSTED`, `ORIGIN_NOT_ALLOWED`, `INSUFFICIENT_SCOPE` */
             403: {
                 headers: {
                     /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */

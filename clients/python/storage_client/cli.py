@@ -20,6 +20,7 @@ from typing import Any, Callable, NoReturn
 from tqdm import tqdm
 
 from storage_client._version import __version__
+from storage_client.cli_tokens import add_upload_token_commands
 from storage_client.client import Client
 from storage_client.errors import StorageError
 from storage_client.models import Event, File, Folder, Job, Variant, Webhook
@@ -688,6 +689,8 @@ def build_parser() -> argparse.ArgumentParser:
     action.add_argument("--since", required=True, metavar="TIME", help="e.g. 2026-11-24T00:00Z")
     action.add_argument("--until", metavar="TIME", help="default: now")
     action.set_defaults(handler=cmd_webhooks_replay)
+
+    add_upload_token_commands(add, common, _Parser)
 
     sub = add("events", cmd_events, "list recent events, newest first, or show one")
     sub.add_argument("id", nargs="?", metavar="EVENT_ID", help="show this event's envelope")

@@ -39,6 +39,7 @@ from storage_client.models import (
     Usage,
     Variant,
 )
+from storage_client.upload_tokens import UploadTokens
 from storage_client.webhooks import Events, Webhooks
 
 if TYPE_CHECKING:
@@ -119,6 +120,7 @@ class Client:
         self.variants = Variants(self)
         self.webhooks = Webhooks(self._api)
         self.events = Events(self._api)
+        self.upload_tokens = UploadTokens(self._api)
 
     def me(self) -> dict[str, Any]:
         """The project, organization and API key this client authenticates as."""
