@@ -270,3 +270,24 @@ def test_staff_issue_and_revoke_a_delivery_key_on_the_project_page(owner: Actor)
         client.post(f"/admin/accounts/project/{owner.project.id}/keys/nope/issue/").status_code
         == 404
     )
+
+
+def test_staff_issue_and_revoke_an_upload_token_on_the_project_page(owner: Actor) -> None:
+    from uploads.models import UploadToken
+
+    client = login()
+    base = f"/admin/accounts/project/{owner.project.id}/keys/upload-token"
+    response = client.post(f"{base}/issue/", {"mode": "test"})
+    assert response.status_code == 302
+    shown = " ".join(str(m) for m in get_messages(response.wsgi_request))
+    secret = re.search(r"ut_[A-Za-z0-9_-]{43}", shown)
+    assert secret is not None
+    token = UploadToken.objects.get(project=owner.project)
+    assert (token.mode, token.max_files, token.revoked_at) == ("test", 1, None)
+    listed = owner.get("/v1/upload-tokens").json()["data"]
+    assert [item["id"] for item in listed] == [token.id]
+    assert client.post(f"{base}/{token.id}/revoke/").status_code == 302
+    token.refresh_from_db()
+    assert token.revoked_at is not None
+    viewer = login(superuser=False)
+    assert viewer.post(f"{base}/issue/", {"mode": "test"}).status_code == 403

@@ -116,23 +116,31 @@ test("issues an API key (shown once) and revokes it", async () => {
   assert.equal(after.status, 401);
 });
 
-test("issues a delivery key (shown once) and revokes it", async () => {
-  const section = page.locator("#keys-delivery");
-  await section.locator(".issue-mode").selectOption("test");
-  await Promise.all([page.waitForLoadState("load"), section.locator(".issue-button").click()]);
-  const secret = /(dsec_[A-Za-z0-9_-]{43})/.exec(await page.textContent("ul.messagelist"))?.[1];
-  assert.ok(secret, "the secret is shown");
-  await screenshot(page, "console-08-delivery-key-issued");
-  await page.reload();
-  assert.ok(!(await page.content()).includes(secret), "shown once only");
-  const row = page.locator('#keys-delivery tr.key-row:has(button.revoke)');
-  assert.equal(await row.count(), 1);
-  report.deliveryKey = await row.getAttribute("data-label");
-  await Promise.all([page.waitForLoadState("load"), row.locator("button.revoke").click()]);
-  assert.match(await page.textContent("ul.messagelist"), /Revoked delivery key/);
-  await screenshot(page, "console-09-delivery-key-revoked");
-  await fits("delivery-key-revoked");
-});
+for (const [kind, prefix, shot] of [
+  ["delivery", "dsec_", "08-delivery-key"],
+  ["upload-token", "ut_", "10-upload-token"],
+]) {
+  test(`issues a ${kind} key (shown once) and revokes it`, async () => {
+    const section = page.locator(`#keys-${kind}`);
+    await section.locator(".issue-mode").selectOption("test");
+    await Promise.all([page.waitForLoadState("load"), section.locator(".issue-button").click()]);
+    const found = new RegExp(`(${prefix}[A-Za-z0-9_-]{43})`).exec(
+      await page.textContent("ul.messagelist"),
+    );
+    const secret = found?.[1];
+    assert.ok(secret, "the secret is shown");
+    await screenshot(page, `console-${shot}-issued`);
+    await page.reload();
+    assert.ok(!(await page.content()).includes(secret), "shown once only");
+    const row = page.locator(`#keys-${kind} tr.key-row:has(button.revoke)`);
+    assert.equal(await row.count(), 1);
+    report[kind] = await row.getAttribute("data-label");
+    await Promise.all([page.waitForLoadState("load"), row.locator("button.revoke").click()]);
+    assert.match(await page.textContent("ul.messagelist"), /Revoked/);
+    await screenshot(page, `console-${shot}-revoked`);
+    await fits(`${kind}-revoked`);
+  });
+}
 
 test("no admin list or page scrolls sideways at 1366 px", async () => {
   await page.goto(`${API_URL}/admin/`);

@@ -17,6 +17,7 @@ from tests.factories import Actor, image_bytes
 from tests.helpers import put_to, uploaded_file
 from tests.js.browser.conftest import run_browser
 from tests.js.conftest import ROOT
+from uploads.models import UploadToken
 
 ARTIFACTS = ROOT / "var" / "test-artifacts" / "console"
 
@@ -67,17 +68,19 @@ def test_staff_use_the_storage_console(api_base: str, actor: Actor) -> None:
         timeout=240,
     )
     assert run.returncode == 0, run.output
-    assert run.counts.get("fail") == 0 and run.counts.get("pass") == 7, run.output
+    assert run.counts.get("fail") == 0 and run.counts.get("pass") == 8, run.output
 
     report = json.loads((ARTIFACTS / "console-report.json").read_text())
     assert report["naturalWidth"] == 120  # the current version's preview
     assert report["downloaded"] == len(first) and report["suggested"] == "sunset.png"
     key = ApiKey.objects.get(project=actor.project, name="console-browser")
     assert key.prefix == report["keyPrefix"] and key.revoked_at is not None
-    delivery_key = DeliveryKey.objects.get(id=report["deliveryKey"])
+    delivery_key = DeliveryKey.objects.get(id=report["delivery"])
     assert delivery_key.project == actor.project and delivery_key.revoked_at is not None
+    token = UploadToken.objects.get(id=report["upload-token"])
+    assert token.project == actor.project and token.revoked_at is not None
     assert all(width <= 1366 for width in report["widths"].values()), report["widths"]
     assert len(report["widths"]) >= 10
-    shots = ("01-index", "02-project", "04-browse-folder", "05-file", "07-key", "09-delivery")
-    for name in shots:
+    shots = ("01-index", "02-project", "04-browse-folder", "05-file", "07-key", "08-delivery")
+    for name in (*shots, "10-upload-token"):
         assert any(ARTIFACTS.glob(f"console-{name}*.png")), name
