@@ -4,19 +4,35 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.utils import quote, unquote
+from django.core.exceptions import PermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
 from django.template.defaultfilters import filesizeformat
+from django.urls import URLPattern, path, reverse
 from django.utils import timezone
+from django.utils.html import format_html
+from django.views.decorators.http import require_POST
 
+from accounts import console
 from accounts.keys import display_prefix, generate_key, hash_key
 from accounts.limits import clean_allowed_types
 from accounts.models import ApiKey, BandwidthUsage, Organization, Project, ProjectLimits
 from accounts.scopes import SCOPE_HELP, SCOPES, parse_scopes
+from accounts.services import api_key_issue, api_key_revoke
 from accounts.tenancy import Tenant
 from accounts.usage import RECENT_DAYS, ProjectUsage, project_usage, recent_bandwidth_subquery
 from storage_service.adminperms import ReadOnlyAdmin, StaffView
+from storage_service.errors import ApiError
+
+# The admin is the storage service's console for staff (storage_service/templates/admin).
+admin.site.site_header = "Storage console"
+admin.site.site_title = "Storage console"
+admin.site.index_title = "Projects, files and deliveries"
+# The whole width for the lists: the sidebar repeats the index, one click away.
+admin.site.enable_nav_sidebar = False
 
 
 class ProjectInline(StaffView, admin.TabularInline):
@@ -33,18 +49,6 @@ class OrganizationAdmin(StaffView, admin.ModelAdmin):
     search_fields = ("name", "id")
     readonly_fields = ("id", "created_at")
     inlines = [ProjectInline]
-
-
-class ApiKeyInline(StaffView, admin.TabularInline):
-    model = ApiKey
-    extra = 0
-    fields = ("id", "prefix", "environment", "name", "created_at", "revoked_at")
-    readonly_fields = fields
-    can_delete = False
-    show_change_link = True
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 def _bytes(count: int) -> str:
@@ -96,7 +100,7 @@ class ProjectAdmin(StaffView, admin.ModelAdmin):
     as much as reading every object of those projects.
     """
 
-    list_display = ("name", "id", "organization", "recent_bandwidth", "created_at")
+    list_display = ("name", "id", "organization", "recent_bandwidth", "files_link", "created_at")
     list_select_related = ("organization",)
     search_fields = ("name", "id", "organization__name")
     fields = (
@@ -109,16 +113,114 @@ class ProjectAdmin(StaffView, admin.ModelAdmin):
         "recent_bandwidth_detail",
     )
     readonly_fields = ("id", "created_at", "storage", "bandwidth", "recent_bandwidth_detail")
-    inlines = [ProjectLimitsInline, ApiKeyInline]
+    # Keys are listed (and issued and revoked) by the console's section of the page.
+    inlines = [ProjectLimitsInline]
+    change_form_template = "admin/accounts/project/console_change_form.html"
+
+    @admin.display(description="Files")
+    def files_link(self, obj: Project) -> str:
+        return format_html(
+            '<a href="{}">browse</a>', reverse("admin:files_file_browse", args=[obj.id])
+        )
+
+    def get_urls(self) -> list[URLPattern]:
+        wrap = self.admin_site.admin_view
+        return [
+            path(
+                "<str:project_id>/keys/<slug:kind>/issue/",
+                wrap(require_POST(self.issue_key_view)),
+                name="accounts_project_issue_key",
+            ),
+            path(
+                "<str:project_id>/keys/<slug:kind>/<str:key_id>/revoke/",
+                wrap(require_POST(self.revoke_key_view)),
+                name="accounts_project_revoke_key",
+            ),
+            *super().get_urls(),
+        ]
+
+    def _project_page(self, project: Project, mode: str) -> HttpResponseRedirect:
+        url = reverse("admin:accounts_project_change", args=[quote(project.id)])
+        return HttpResponseRedirect(f"{url}?mode={mode}#keys")
+
+    def issue_key_view(self, request: HttpRequest, project_id: str, kind: str) -> HttpResponse:
+        """Issue a key of one kind for one mode: its secret is shown once, in the message."""
+        key_kind = console.key_kinds.get(kind)
+        if key_kind is None:
+            raise Http404("No such kind of key.")
+        if not request.user.has_perm(key_kind.add_permission):
+            raise PermissionDenied
+        project = get_object_or_404(Project, id=project_id)
+        mode = request.POST.get("mode", "")
+        if mode not in ApiKey.Environment.values:
+            messages.error(request, "Choose live or test.")
+            return self._project_page(project, ApiKey.Environment.LIVE)
+        try:
+            secret = key_kind.issue(project, mode, (request.POST.get("name") or "")[:100])
+        except ApiError as exc:
+            messages.error(request, exc.message)
+        else:
+            messages.warning(
+                request, f"New {key_kind.title[:-1].lower()} (shown once; copy it now): {secret}"
+            )
+        return self._project_page(project, mode)
+
+    def revoke_key_view(
+        self, request: HttpRequest, project_id: str, kind: str, key_id: str
+    ) -> HttpResponse:
+        key_kind = console.key_kinds.get(kind)
+        if key_kind is None:
+            raise Http404("No such kind of key.")
+        if not request.user.has_perm(key_kind.change_permission):
+            raise PermissionDenied
+        project = get_object_or_404(Project, id=project_id)
+        try:
+            mode = key_kind.revoke(project, key_id)
+        except ApiError as exc:
+            messages.error(request, exc.message)
+            return self._project_page(project, ApiKey.Environment.LIVE)
+        messages.success(request, f"Revoked {key_kind.title[:-1].lower()} {key_id}.")
+        return self._project_page(project, mode)
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        extra: dict[str, Any] = dict(extra_context or {})
+        project = Project.objects.filter(id=unquote(object_id)).first()
+        if project is not None and self.has_view_permission(request, project):
+            mode = request.GET.get("mode")
+            mode = mode if mode in ApiKey.Environment.values else ApiKey.Environment.LIVE
+            tenant = Tenant(project=project, mode=mode)
+            usage = console.snapshot_record(tenant)
+            extra.update(
+                chart=console.chart_svg(console.history(tenant)),
+                chart_mode=mode,
+                modes=ApiKey.Environment.values,
+                usage=usage,
+                limits=ProjectLimits.objects.filter(project=project, mode=mode).first(),
+                key_sections=[
+                    {
+                        "kind": kind,
+                        "rows": kind.rows(project),
+                        "can_issue": request.user.has_perm(kind.add_permission),
+                        "can_revoke": request.user.has_perm(kind.change_permission),
+                    }
+                    for kind in console.key_kinds.values()
+                ],
+                browse_url=reverse("admin:files_file_browse", args=[project.id]),
+            )
+        return super().change_view(request, object_id, form_url, extra)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Project]:
         return super().get_queryset(request).annotate(recent_bandwidth=recent_bandwidth_subquery())
 
-    @admin.display(
-        description=f"Bandwidth, last {RECENT_DAYS} days (bytes)", ordering="recent_bandwidth"
-    )
-    def recent_bandwidth(self, obj: Project) -> int:
-        return getattr(obj, "recent_bandwidth", 0)
+    @admin.display(description=f"Bandwidth, last {RECENT_DAYS} days", ordering="recent_bandwidth")
+    def recent_bandwidth(self, obj: Project) -> str:
+        return filesizeformat(getattr(obj, "recent_bandwidth", 0))
 
     def _usage(self, obj: Project) -> dict[str, ProjectUsage]:
         """Usage per mode, live first: test and live are separate data, counted apart.
@@ -270,3 +372,40 @@ class BandwidthUsageAdmin(ReadOnlyAdmin):
     ordering = ("-day", "project")
     list_select_related = ("project",)
     date_hierarchy = "day"
+
+
+def _api_key_rows(project: Project) -> list[console.KeyRow]:
+    return [
+        console.KeyRow(
+            id=key.id,
+            label=key.prefix,
+            mode=key.environment,
+            name=key.name,
+            created_at=key.created_at,
+            revoked_at=key.revoked_at,
+            url=reverse("admin:accounts_apikey_change", args=[quote(key.pk)]),
+        )
+        for key in ApiKey.objects.filter(project=project).order_by("-created_at")[:50]
+    ]
+
+
+def _api_key_issue(project: Project, mode: str, name: str) -> str:
+    return api_key_issue(project=project, environment=mode, name=name).raw_key
+
+
+def _api_key_revoke(project: Project, key_id: str) -> str:
+    key = get_object_or_404(ApiKey, project=project, id=key_id)
+    return api_key_revoke(key_id=key.id).environment
+
+
+console.key_kind(
+    console.KeyKind(
+        slug="api",
+        title="API keys",
+        rows=_api_key_rows,
+        issue=_api_key_issue,
+        revoke=_api_key_revoke,
+        add_permission="accounts.add_apikey",
+        change_permission="accounts.change_apikey",
+    )
+)

@@ -136,3 +136,27 @@ class ProjectLimits(models.Model):
 
     def __str__(self) -> str:
         return f"{self.project_id} ({self.mode})"
+
+
+class UsageSnapshot(models.Model):
+    """A tenant's stored bytes and files as they stood on one UTC day (the last count that
+    day): the history the staff console's 30-day chart draws. Written by the hourly sweep
+    (accounts.tasks.snapshot_usage) and whenever staff open the project's page; nothing else
+    reads it, and a missing day is drawn as the day before it."""
+
+    # Indexed by usagesnapshot_unique (project, mode, day).
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="usage_snapshots", db_index=False
+    )
+    mode = mode_field()
+    day = models.DateField()
+    storage_bytes = models.BigIntegerField()
+    files = models.BigIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "mode", "day"], name="usagesnapshot_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project_id} {self.mode} {self.day}"

@@ -1,11 +1,21 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.contrib.admin.utils import quote
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.shortcuts import get_object_or_404
+from django.urls import reverse
 
+from accounts.console import KeyKind, KeyRow, key_kind
+from accounts.models import Project
+from accounts.tenancy import Tenant
 from delivery.models import DeliveryKey
-from delivery.services import delivery_key_revoke_by_id
+from delivery.services import (
+    delivery_key_issue_for,
+    delivery_key_revoke,
+    delivery_key_revoke_by_id,
+)
 from storage_service.adminperms import ReadOnlyAdmin, each_through_service
 
 
@@ -36,3 +46,45 @@ class DeliveryKeyAdmin(ReadOnlyAdmin):
             lambda key: delivery_key_revoke_by_id(key_id=key.id),
             "Revoked {count} delivery key(s).",
         )
+
+
+# The project's page in the staff console lists, issues and revokes delivery keys too, through
+# the same services as the API and manage.py (the cap of active keys included).
+
+
+def _delivery_key_rows(project: Project) -> list[KeyRow]:
+    return [
+        KeyRow(
+            id=key.id,
+            label=key.id,
+            mode=key.mode,
+            name="",
+            created_at=key.created_at,
+            revoked_at=key.revoked_at,
+            url=reverse("admin:delivery_deliverykey_change", args=[quote(key.pk)]),
+        )
+        for key in DeliveryKey.objects.filter(project=project).order_by("-id")[:50]
+    ]
+
+
+def _delivery_key_issue(project: Project, mode: str, name: str) -> str:
+    return delivery_key_issue_for(project=project, mode=mode).secret
+
+
+def _delivery_key_revoke(project: Project, key_id: str) -> str:
+    key = get_object_or_404(DeliveryKey, project=project, id=key_id)
+    return delivery_key_revoke(tenant=Tenant(project=project, mode=key.mode), key_id=key.id).mode
+
+
+key_kind(
+    KeyKind(
+        slug="delivery",
+        title="Delivery keys",
+        rows=_delivery_key_rows,
+        issue=_delivery_key_issue,
+        revoke=_delivery_key_revoke,
+        add_permission="delivery.add_deliverykey",
+        change_permission="delivery.change_deliverykey",
+        named=False,
+    )
+)

@@ -218,7 +218,9 @@ class File(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.filename} ({self.id})"
+        # Shown by the admin (titles, breadcrumbs, labels): a client's name, cut short.
+        name = self.filename if len(self.filename) <= 60 else self.filename[:59] + "…"
+        return f"{name} ({self.id})"
 
 
 class FileVersion(models.Model):

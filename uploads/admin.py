@@ -1,13 +1,18 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.contrib.admin.utils import quote
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.shortcuts import get_object_or_404
+from django.urls import reverse
 
+from accounts.console import KeyKind, KeyRow, key_kind
+from accounts.models import Project
 from accounts.tenancy import Tenant
 from storage_service.adminperms import ReadOnlyAdmin, each_through_service
 from uploads.models import UploadSession, UploadToken
-from uploads.tokens import upload_token_revoke
+from uploads.tokens import upload_token_create, upload_token_revoke
 
 
 @admin.register(UploadSession)
@@ -87,3 +92,48 @@ class UploadTokenAdmin(ReadOnlyAdmin):
         "revoked_at",
     )
     readonly_fields = fields
+
+
+# The project's page in the staff console lists upload tokens, revokes them, and issues one
+# with the API's defaults (one file, fifteen minutes, any folder, type and size within the
+# project's limits), through the same services as the API. Bounded tokens are minted
+# through the API (POST /v1/upload-tokens), which takes every bound.
+
+
+def _upload_token_rows(project: Project) -> list[KeyRow]:
+    return [
+        KeyRow(
+            id=token.id,
+            label=token.id,
+            mode=token.mode,
+            name=f"{token.files_started}/{token.max_files} file(s), "
+            f"expires {token.expires_at:%Y-%m-%d %H:%M}",
+            created_at=token.created_at,
+            revoked_at=token.revoked_at,
+            url=reverse("admin:uploads_uploadtoken_change", args=[quote(token.pk)]),
+        )
+        for token in UploadToken.objects.filter(project=project).order_by("-id")[:50]
+    ]
+
+
+def _upload_token_issue(project: Project, mode: str, name: str) -> str:
+    return upload_token_create(tenant=Tenant(project=project, mode=mode)).token
+
+
+def _upload_token_revoke(project: Project, key_id: str) -> str:
+    token = get_object_or_404(UploadToken, project=project, id=key_id)
+    return upload_token_revoke(tenant=Tenant.of(token), token_id=token.id).mode
+
+
+key_kind(
+    KeyKind(
+        slug="upload-token",
+        title="Upload tokens",
+        rows=_upload_token_rows,
+        issue=_upload_token_issue,
+        revoke=_upload_token_revoke,
+        add_permission="uploads.add_uploadtoken",
+        change_permission="uploads.change_uploadtoken",
+        named=False,
+    )
+)

@@ -1,7 +1,11 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils.html import format_html
 
+from files import console
 from files.admin import file_page_inline
 from storage_service.adminperms import ReadOnlyAdmin, ReadOnlyInline
 from variants.models import Variant
@@ -39,7 +43,20 @@ class VariantInline(ReadOnlyInline):
         "failure_reason",
         "created_at",
         "finished_at",
+        "download",
     )
     readonly_fields = fields
     ordering = ("id",)  # the variant_file_list index (file, id)
     show_change_link = True
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Variant]:
+        return super().get_queryset(request).select_related("output_object", "file")
+
+    @admin.display(description="Download")
+    def download(self, obj: Variant) -> str:
+        """The result's bytes (a short-lived signed URL), once the variant is ready."""
+        stored = obj.output_object
+        if obj.status != Variant.Status.READY or stored is None or stored.purged_at is not None:
+            return "-"
+        url = console.download_url(stored, f"{obj.label}.{obj.format}")
+        return format_html('<a class="download variant" href="{}">{} ↓</a>', url, obj.label)

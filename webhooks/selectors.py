@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.db.models import QuerySet
+from django.db.models.fields.json import KeyTextTransform
 
 from accounts.tenancy import Tenant
 from storage_service.errors import EventNotFound, WebhookNotFound
@@ -47,3 +48,14 @@ def event_get(*, tenant: Tenant, event_id: str) -> Event:
     if event is None:
         raise EventNotFound("No such event (events are kept for the retention window).")
     return event
+
+
+def file_events(*, file_id: str, project_id: str, limit: int = 50) -> list[Event]:
+    """A file's newest events (the ``event_file`` index on ``data->>'fileId'``), each with
+    its deliveries prefetched (``delivery_event`` index): the staff console's file page."""
+    return list(
+        Event.objects.annotate(file_id=KeyTextTransform("fileId", "data"))
+        .filter(file_id=file_id, project_id=project_id)
+        .order_by("-created_at", "-id")
+        .prefetch_related("deliveries")[:limit]
+    )

@@ -122,7 +122,8 @@ APPEND_SLASH = False
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [],
+        # The staff console's overrides of the admin's own templates (admin/base_site.html).
+        "DIRS": [BASE_DIR / "storage_service" / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -304,6 +305,11 @@ CELERY_BEAT_SCHEDULE = {
     "expire-multipart-uploads": {
         "task": "uploads.tasks.expire_multipart_uploads",
         "schedule": env_int("SERVICE_EXPIRE_MULTIPART_INTERVAL_SECONDS", 900, minimum=10),
+    },
+    # Each tenant's stored bytes and files, today: the staff console's 30-day history.
+    "snapshot-usage": {
+        "task": "accounts.tasks.snapshot_usage",
+        "schedule": env_int("SERVICE_USAGE_SNAPSHOT_INTERVAL_SECONDS", 3600, minimum=60),
     },
     "sweep-webhook-deliveries": {
         "task": "webhooks.tasks.sweep_due_deliveries",

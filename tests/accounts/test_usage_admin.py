@@ -51,7 +51,7 @@ def test_storage_counts_stored_objects_once_and_bandwidth_totals_and_recent_days
 
     listing = client.get("/admin/accounts/project/", {"q": owner.project.id})
     assert listing.status_code == 200
-    assert '<td class="field-recent_bandwidth">1500</td>' in listing.content.decode()
+    assert '<td class="field-recent_bandwidth">1.5\xa0KB</td>' in listing.content.decode()
 
 
 def test_the_project_list_costs_the_same_queries_whatever_its_length(db: None) -> None:

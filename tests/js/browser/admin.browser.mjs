@@ -46,7 +46,7 @@ test("a staff user logs in", async () => {
   await page.fill("#id_password", process.env.ADMIN_PASSWORD);
   await screenshot(page, "admin-1-login");
   await Promise.all([page.waitForURL(`${API_URL}/admin/`), page.click("input[type=submit]")]);
-  assert.match(await page.textContent("body"), /Site administration/);
+  assert.match(await page.textContent("body"), /Storage console/);
   await screenshot(page, "admin-2-index");
 });
 

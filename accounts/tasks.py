@@ -1,0 +1,13 @@
+"""The accounts app's periodic work (run by the Celery worker, scheduled by beat)."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from accounts.console import snapshot_all
+
+
+@shared_task
+def snapshot_usage() -> int:
+    """Today's usage snapshot of every tenant, for the staff console's 30-day chart."""
+    return snapshot_all()
