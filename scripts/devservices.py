@@ -102,7 +102,9 @@ def cmd_exec(args: argparse.Namespace, services: Services) -> int:
 def banner(resolved: dict[str, str], api_url: str) -> None:
     python = ".venv/bin/python"
     text = f"""
-  Storage service API: {api_url}
+  Storage service API: {api_url}/v1/ (the API's document: {api_url}/docs)
+  Staff console:       {api_url}/admin/ (manage.py createsuperuser makes a login)
+  Health:              {api_url}/healthz, {api_url}/readyz
   Database: {redact(resolved["DATABASE_URL"])}
   Redis:    {redact(resolved["REDIS_URL"])}
   S3:       {resolved["AWS_S3_ENDPOINT_URL"]} (bucket {resolved["AWS_STORAGE_BUCKET_NAME"]})
