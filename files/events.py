@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from accounts.tenancy import Tenant
+from events.models import Event
+from events.services import ChangeSql, event_record, event_record_with_change
 from files.models import File
-from webhooks.models import Event
-from webhooks.services import ChangeSql, event_record, event_record_with_change
 
 
 def file_event_data(file: File) -> dict[str, Any]:
@@ -29,7 +29,7 @@ def record_file_event(type: Event.Type, file: File, **extra: Any) -> Event:
 def record_file_event_with_change(
     type: Event.Type, file: File, change: ChangeSql
 ) -> tuple[Any, ...]:
-    """record_file_event with the change in the same statement (webhooks'
+    """record_file_event with the change in the same statement (events'
     event_record_with_change); returns the values of ``change.returning``."""
     return event_record_with_change(
         tenant=Tenant.of(file), type=type, data=file_event_data(file), change=change

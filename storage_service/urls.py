@@ -10,13 +10,14 @@ from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
 
 from accounts.views import MeView, UsageView
+from events.views import EventViewSet
 from files.jobviews import FileBatchViewSet, FolderOperationViewSet, JobViewSet
 from files.views import FileViewSet, FolderViewSet
 from storage_service.errors import handler404 as handler404_view
 from storage_service.health import healthz, readyz
 from uploads.views import MultipartUploadViewSet
 from variants.views import VariantViewSet
-from webhooks.views import DeliveryViewSet, EventViewSet, WebhookViewSet
+from webhooks.views import DeliveryViewSet, WebhookViewSet
 
 files = FileViewSet.as_view
 variants = VariantViewSet.as_view

@@ -16,6 +16,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts.tenancy import Tenant
+from events.models import Event
+from events.services import event_record
 from files.events import record_file_event
 from files.models import File, IdempotencyRecord, StoredObject
 from files.services.common import Verified, discard, publish, verify
@@ -37,8 +39,6 @@ from storage_service.timefmt import iso
 from uploads.models import UploadSession
 from uploads.selectors import upload_get, upload_lock
 from uploads.sizing import PartPlan, plan_parts
-from webhooks.models import Event
-from webhooks.services import event_record
 
 logger = logging.getLogger(__name__)
 

@@ -19,9 +19,10 @@ from django.http import HttpRequest
 from django.utils import timezone
 
 from accounts.tenancy import Tenant
+from events.models import Event
 from storage_service.adminperms import ReadOnlyAdmin, ReadOnlyInline, each_through_service
 from storage_service.ids import looks_like_id
-from webhooks.models import Delivery, Endpoint, Event
+from webhooks.models import Delivery, Endpoint
 from webhooks.services import delivery_redeliver, endpoint_enable
 
 

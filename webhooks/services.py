@@ -1,25 +1,23 @@
-"""Every change of the webhooks app: events and their fan-out, endpoints, redelivery."""
+"""Every change of the webhooks app: the deliveries each event brings (written with it, by
+events/services.py), endpoints, redelivery."""
 
 from __future__ import annotations
 
-import json
 import logging
-import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from functools import lru_cache
-from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import DateTimeField, ExpressionWrapper
 from django.db.models.functions import Now
-from django.utils import timezone
 
 from accounts.models import Project
 from accounts.tenancy import Tenant
+from events import outbox
+from events.services import EVENT_TYPES
 from storage_service.celery import app
 from storage_service.errors import (
     DeliveryAlreadyDelivered,
@@ -28,15 +26,8 @@ from storage_service.errors import (
     WebhookLimitReached,
     WebhookNotFound,
 )
-from storage_service.ids import (
-    first_id_at,
-    id_parts_sql,
-    looks_like_id,
-    new_id,
-    new_id_spelled_sql,
-    new_id_sql,
-)
-from webhooks.models import Delivery, Endpoint, Event
+from storage_service.ids import id_parts_sql, looks_like_id, new_id_spelled_sql, new_id_sql
+from webhooks.models import Delivery, Endpoint
 from webhooks.network import UrlRefused, validate_webhook_url
 from webhooks.selectors import endpoint_get
 from webhooks.signing import new_secret
@@ -49,22 +40,14 @@ DELIVER_TASK = "webhooks.tasks.deliver"
 DRAIN_TASK = "webhooks.tasks.drain_project"
 # Per project *and* mode: test and live endpoints are separate data, each mode its own 20.
 MAX_ENDPOINTS_PER_PROJECT = 20
-EVENT_TYPES: tuple[str, ...] = tuple(Event.Type.values)
 
 
-# Every API change that records an event pays for this, so it is one round trip: the event
-# row and, in the same statement, a delivery per subscribed endpoint (ids made here, one per
-# possible endpoint). The foreign keys are deferred (Django's), so the deliveries may point at
-# the event inserted beside them. The first attempt is due at the database's now(), the clock
-# every due-time comparison uses, so an API host's clock cannot delay it.
-# ``{change}`` is where a caller's own data-modifying CTEs go (event_record_with_change):
-# the change, its event and its deliveries are then one statement, so one transaction, and
-# ``{returning}`` what the caller reads back from its CTEs (e.g. a sequence-made id).
-_RECORD_SQL = """
-WITH {change}event AS (
-    INSERT INTO webhooks_event (id, project_id, mode, type, data, created_at)
-    VALUES (%s, %s, %s, %s, %s::jsonb, %s)
-), deliveries AS (
+# Every API change that records an event pays for this (events/services.py), so the
+# deliveries are written in its statement: a delivery per subscribed endpoint (ids made here,
+# one per possible endpoint), after the ``event`` CTE. The first attempt is due at the
+# database's now(), the clock every due-time comparison uses, so an API host's clock cannot
+# delay it. Parameters: the event's id, now, the project, the mode, the type.
+_DELIVERIES_SQL = """, deliveries AS (
     INSERT INTO webhooks_delivery
         (id, endpoint_id, event_id, status, attempts, created_at, next_attempt_at)
     SELECT {delivery_id}, e.id, %s, 'PENDING', 0, %s, now()
@@ -77,27 +60,11 @@ WITH {change}event AS (
           AND (e.events IS NULL OR %s = ANY(e.events))
     ) AS e
     RETURNING id
-)
-SELECT ARRAY(SELECT id FROM deliveries){returning}
-"""
+)"""
 
 
 # Made as new_id("dl") makes them (tests/webhooks compare the two).
 _DELIVERY_ID_SQL = new_id_sql("dl", "e.random_hex")
-
-
-@lru_cache(maxsize=64)
-def _record_sql(ctes: str, returning: tuple[str, ...]) -> str:
-    """The statement with a change's CTEs: its text depends only on the change's shape, of
-    which each caller has a few, so each is written once."""
-    return _RECORD_SQL.format(
-        delivery_id=_DELIVERY_ID_SQL,
-        change=ctes,
-        returning="".join(f", {expression}" for expression in returning),
-    )
-
-
-_RECORD_SQL_ALONE = _record_sql("", ())
 
 
 def enqueue(ids: Sequence[str], *, eta: datetime | None = None) -> None:
@@ -161,112 +128,6 @@ def drain_end(project_id: str, *, has_due: Callable[[], bool]) -> None:
         return
     if has_due():
         drain_start(project_id)
-
-
-@dataclass(frozen=True)
-class ChangeSql:
-    """A change written in the same statement as its event.
-
-    ``ctes``: data-modifying CTEs (``name AS (INSERT ...), ``, each followed by a comma and
-    a space) with positional ``%s`` parameters ``params``; PostgreSQL runs each exactly once
-    and to completion, whatever the rest of the statement reads. ``returning``: SQL
-    expressions over those CTEs (``(SELECT id FROM name)``) whose values the caller gets back.
-    """
-
-    ctes: str
-    params: list[Any]
-    returning: tuple[str, ...] = ()
-
-
-def event_record(
-    *, tenant: Tenant, type: str, data: dict[str, Any], at: datetime | None = None
-) -> Event:
-    """Write an event row inside the caller's transaction (the outbox), and its deliveries.
-
-    ``data`` always starts with ``projectId`` and ``organizationId``; the caller adds the ids
-    of the resources concerned and the fields the event is about.
-
-    1. The event row.
-    2. One PENDING delivery, due now, per endpoint of the tenant (its project *and* mode)
-       subscribed to the type, in the same transaction: the event and its deliveries commit
-       (or vanish) together. A test-mode event never reaches a live endpoint.
-    3. After commit, one message asks a worker to send them all; if it is lost, the sweep
-       finds the rows due and sends them.
-    """
-    if not transaction.get_connection().in_atomic_block:
-        raise RuntimeError("events must be recorded inside the transaction of their change")
-    recorded, _ = _record(tenant=tenant, type=type, data=data, at=at, change=None)
-    event = Event(
-        id=recorded.id,
-        **tenant.owner(),
-        type=type,
-        data=recorded.payload,
-        created_at=recorded.created_at,
-    )
-    event._state.adding, event._state.db = False, recorded.db_alias
-    return event
-
-
-def event_record_with_change(
-    *, tenant: Tenant, type: str, data: dict[str, Any], change: ChangeSql
-) -> tuple[Any, ...]:
-    """As event_record, with the change itself in the same statement: a single
-    statement is atomic on its own, so the change, its event and its deliveries commit (or
-    vanish) together with no surrounding transaction, in one round trip instead of BEGIN,
-    one per statement, and COMMIT. Inside an atomic block it is simply part of it.
-
-    Returns the values of ``change.returning``; no Event instance is built (a model
-    instance costs a noticeable share of an upload start), since its callers need none."""
-    return _record(tenant=tenant, type=type, data=data, at=None, change=change)[1]
-
-
-class _Recorded(NamedTuple):
-    """What an event row was written with."""
-
-    id: str
-    payload: dict[str, Any]
-    created_at: datetime
-    db_alias: str
-
-
-def _record(
-    *,
-    tenant: Tenant,
-    type: str,
-    data: dict[str, Any],
-    at: datetime | None,
-    change: ChangeSql | None,
-) -> tuple[_Recorded, tuple[Any, ...]]:
-    project = tenant.project
-    payload = {"projectId": project.id, "organizationId": project.organization_id, **data}
-    now = timezone.now()
-    event_id, created_at = new_id("evt"), at or now
-    # Looked up once: every read through the ``connection`` proxy looks the connection up.
-    db = transaction.get_connection()
-    sql = _record_sql(change.ctes, change.returning) if change is not None else _RECORD_SQL_ALONE
-    with db.cursor() as cursor:
-        cursor.execute(
-            sql,
-            [
-                *(change.params if change is not None else ()),
-                event_id,
-                project.id,
-                tenant.mode,
-                type,
-                json.dumps(payload),
-                created_at,
-                event_id,
-                now,
-                project.id,
-                tenant.mode,
-                type,
-            ],
-        )
-        ids, *returned = cursor.fetchone()
-    if ids:
-        # Outside an atomic block (a change statement, committed by now) this runs at once.
-        transaction.on_commit(lambda: enqueue(ids))
-    return _Recorded(event_id, payload, created_at, db.alias), tuple(returned)
 
 
 @dataclass(frozen=True)
@@ -407,114 +268,12 @@ def delivery_redeliver(*, tenant: Tenant, webhook_id: str, delivery_id: str) -> 
     return delivery
 
 
-# --- Retention --------------------------------------------------------------------------------
-
-# Event data keys that name or describe a file's content, scrubbed when the file is purged.
-FILE_PERSONAL_KEYS = ("filename", "path", "previousFilename", "previousPath", "metadata")
-
-
-def events_scrub_file(*, project_id: str, file_id: str) -> int:
-    """Remove the file's name, path and metadata from every stored event about it (the
-    purge's tombstone: ids, sizes, types and times stay). Found through the ``event_file``
-    index on ``data->>'fileId'``. What was already delivered cannot be recalled."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            """
-            UPDATE webhooks_event SET data = data - %(keys)s::text[]
-            WHERE (data ->> 'fileId') = %(file_id)s AND project_id = %(project_id)s
-              AND data ?| %(keys)s::text[]
-            """,
-            {"keys": list(FILE_PERSONAL_KEYS), "file_id": file_id, "project_id": project_id},
-        )
-        return cursor.rowcount
-
-
-@dataclass
-class RetentionReport:
-    deliveries: int = 0
-    events: int = 0
-    # Seconds each batch (select a page of ids, delete it) took, in order: flat when the
-    # sweep scales (each batch is one index range scan from where the last one ended).
-    batch_seconds: list[float] = field(default_factory=list)
-    finished: bool = True  # False when the run stopped at its batch budget
-
-
-# A page of event ids below the boundary, after the last page: a range scan of the primary key.
-_PAGE = """
-SELECT id FROM webhooks_event WHERE id > %(after)s AND id < %(before)s ORDER BY id LIMIT %(n)s
-"""
-# Their deliveries, through the delivery_event index. A delivery still PENDING (a redeliver of
-# an old one) is kept; the status is checked again on the locked row, so a redeliver racing
-# the sweep wins.
-_DELETE_DELIVERIES = """
-DELETE FROM webhooks_delivery WHERE event_id = ANY(%(ids)s) AND status <> 'PENDING'
-"""
-# The events left without deliveries (a kept PENDING delivery keeps its event).
-_DELETE_EVENTS = """
-DELETE FROM webhooks_event AS e WHERE e.id = ANY(%(ids)s)
-  AND NOT EXISTS (SELECT 1 FROM webhooks_delivery AS d WHERE d.event_id = e.id)
-"""
-
-
-def events_delete_expired(
-    *, now: datetime | None = None, max_batches: int | None = None
-) -> RetentionReport:
-    """The retention sweep: delete events created more than ``SERVICE_EVENT_RETENTION_DAYS``
-    ago, with their deliveries.
-
-    Ids are time-ordered (storage_service/ids.py), so "created before the cutoff" is "id below
-    the cutoff's first id": each batch reads the next ``SERVICE_RETENTION_BATCH_SIZE`` event
-    ids of the primary key from where the previous batch ended, deletes their deliveries
-    (through the delivery_event index) and then them, in one short transaction. No table
-    scan, no new index, no long lock, and every batch reads only its own rows, so its cost
-    does not grow with the table or with what earlier batches deleted. A run stops after
-    ``SERVICE_RETENTION_MAX_BATCHES`` batches and the next run goes on. Safe to run twice and
-    from several processes at once.
-    """
-    cutoff = (now or timezone.now()) - timedelta(days=int(settings.SERVICE_EVENT_RETENTION_DAYS))
-    before = first_id_at("evt", int(cutoff.timestamp() * 1000))
-    budget = int(settings.SERVICE_RETENTION_MAX_BATCHES) if max_batches is None else max_batches
-    size = int(settings.SERVICE_RETENTION_BATCH_SIZE)
-    report = RetentionReport()
-    after = ""
-    while True:
-        if len(report.batch_seconds) >= budget:
-            report.finished = False
-            return report
-        started = time.monotonic()
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(_PAGE, {"after": after, "before": before, "n": size})
-            ids = [row[0] for row in cursor.fetchall()]
-            if not ids:
-                return report
-            cursor.execute(_DELETE_DELIVERIES, {"ids": ids})
-            report.deliveries += cursor.rowcount
-            cursor.execute(_DELETE_EVENTS, {"ids": ids})
-            report.events += cursor.rowcount
-        report.batch_seconds.append(time.monotonic() - started)
-        after = ids[-1]
-        if len(ids) < size:
-            return report
-
-
 # --- Many events in one statement (a job's batch) ----------------------------------------
 
-# event_record's statement for one event per row of the caller's CTE ``{rows}``: each
-# event's id made by the database as new_id makes them, its data the caller's jsonb
-# expression over the row ``r`` after projectId and organizationId, and a delivery per
-# subscribed endpoint of the tenant, all with the change (``{change}``) in one statement.
-# The ids are spelled by new_id_spelled_sql (half the CPU of new_id_sql's, for thousands of
-# them) from numbers computed once per row in a subquery of their own: a volatile output
-# (the random UUID, the clock) keeps each such subquery apart, evaluated once per row.
-_RECORD_ROWS_SQL = """
-WITH {change}event_rows AS (
-    SELECT r.*, replace(gen_random_uuid()::text, '-', '') AS event_random FROM {rows} AS r
-), event AS (
-    INSERT INTO webhooks_event (id, project_id, mode, type, data, created_at)
-    SELECT {event_id}, %s, %s, %s, %s::jsonb || ({data}), %s
-    FROM (SELECT r.*, {event_id_parts} FROM event_rows AS r) AS r
-    RETURNING id
-), deliveries AS (
+# events_record_rows's deliveries: one per event of the ``event`` CTE and subscribed endpoint
+# of the tenant, ids spelled as the events' are (events/services.py). Parameters: now, the
+# project, the mode, the type.
+_ROWS_DELIVERIES_SQL = """, deliveries AS (
     INSERT INTO webhooks_delivery
         (id, endpoint_id, event_id, status, attempts, created_at, next_attempt_at)
     SELECT {delivery_id}, e.id, e.event_id, 'PENDING', 0, %s, now()
@@ -528,63 +287,38 @@ WITH {change}event_rows AS (
         ) AS e
     ) AS e
     RETURNING id
-)
-SELECT (SELECT count(*) FROM event), (SELECT count(*) FROM deliveries){returning}
+)"""
+
+# Retention (events_delete_expired) deletes an old event's deliveries through the
+# delivery_event index. A delivery still PENDING (a redeliver of an old one) is kept, and its
+# event with it; the status is checked again on the locked row, so a redeliver racing the
+# sweep wins.
+_DELETE_DELIVERIES = """
+DELETE FROM webhooks_delivery WHERE event_id = ANY(%(ids)s) AND status <> 'PENDING'
 """
-# The same for every call: built once (each spelled id is about 1,800 characters).
-_ROW_EVENT_ID_SQL = new_id_spelled_sql("evt", "r")
-_ROW_EVENT_ID_PARTS_SQL = id_parts_sql("r.event_random")
-_ROW_DELIVERY_ID_SQL = new_id_spelled_sql("dl", "e")
-_ROW_DELIVERY_ID_PARTS_SQL = id_parts_sql("e.random_hex")
+_KEEPS_EVENT = "EXISTS (SELECT 1 FROM webhooks_delivery AS d WHERE d.event_id = e.id)"
 
 
-def events_record_rows(
-    *,
-    tenant: Tenant,
-    type: str,
-    change: ChangeSql,
-    rows: str,
-    data: str,
-    data_params: list[Any],
-) -> tuple[int, tuple[Any, ...]]:
-    """One event (and its deliveries) per row of the CTE ``rows`` that ``change`` defines, in
-    one statement with the change: what event_record does for one change, for a batch of
-    changes (a job's). ``data``: a jsonb expression over the row ``r`` (positional
-    parameters ``data_params``), the fields each event is about. Returns the number of events
-    and the values of ``change.returning``.
+def _send_recorded(ids: Sequence[str]) -> None:
+    """After an event's commit: its deliveries, named in one message."""
+    enqueue(ids)
 
-    The deliveries are sent by the project's drain (``drain_start`` after commit), not by a
-    message naming them, so a job's fan-out never queues ahead of other projects."""
-    project = tenant.project
-    base = {"projectId": project.id, "organizationId": project.organization_id}
-    now = timezone.now()
-    sql = _RECORD_ROWS_SQL.format(
-        change=change.ctes,
-        rows=rows,
-        event_id=_ROW_EVENT_ID_SQL,
-        event_id_parts=_ROW_EVENT_ID_PARTS_SQL,
-        data=data,
-        delivery_id=_ROW_DELIVERY_ID_SQL,
-        delivery_id_parts=_ROW_DELIVERY_ID_PARTS_SQL,
-        returning="".join(f", {expression}" for expression in change.returning),
-    )
-    params = [
-        *change.params,
-        project.id,
-        tenant.mode,
-        type,
-        json.dumps(base),
-        *data_params,
-        now,
-        now,
-        project.id,
-        tenant.mode,
-        type,
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        count, deliveries, *returned = cursor.fetchone()
-    if deliveries:
-        project_id = project.id
-        transaction.on_commit(lambda: drain_start(project_id))
-    return int(count), tuple(returned)
+
+def _drain_recorded(project_id: str) -> None:
+    """After a batch of events' commit: the project's drain sends their deliveries."""
+    drain_start(project_id)
+
+
+# What recording an event writes for webhooks (registered by webhooks/apps.py).
+FOLLOWER = outbox.Follower(
+    one_ctes=_DELIVERIES_SQL.format(delivery_id=_DELIVERY_ID_SQL),
+    one_result="ARRAY(SELECT id FROM deliveries)",
+    one_after_commit=_send_recorded,
+    rows_ctes=_ROWS_DELIVERIES_SQL.format(
+        delivery_id=new_id_spelled_sql("dl", "e"), delivery_id_parts=id_parts_sql("e.random_hex")
+    ),
+    rows_result="(SELECT count(*) FROM deliveries)",
+    rows_after_commit=_drain_recorded,
+    retention_delete=_DELETE_DELIVERIES,
+    retention_keeps=_KEEPS_EVENT,
+)

@@ -20,6 +20,7 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from accounts.tenancy import Tenant
+from events.models import Event
 from files.models import Job
 from files.services.transitions import (
     NOT_DELETED,
@@ -33,7 +34,6 @@ from files.services.transitions import (
 from files.validation import MAX_PATH_BYTES
 from storage_service.celery import app
 from storage_service.errors import FolderNotFound, RateLimited, ValidationError
-from webhooks.models import Event
 
 logger = logging.getLogger(__name__)
 

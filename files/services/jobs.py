@@ -27,10 +27,10 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from accounts.tenancy import Tenant
+from events.services import event_record
 from files.models import Job
 from files.services.folders import BATCHES, FOLDER_EVENTS, left_in_folder
 from storage_service.errors import error_body
-from webhooks.services import event_record
 
 logger = logging.getLogger(__name__)
 

@@ -22,10 +22,10 @@ from django.conf import settings
 from django.utils import timezone
 
 from accounts.tenancy import Tenant
+from events.models import Event
+from events.services import ChangeSql, events_record_rows
 from files.models import Job
 from storage_service.timefmt import iso
-from webhooks.models import Event
-from webhooks.services import ChangeSql, events_record_rows
 
 # Deleted files whose bytes are still there, over ``f`` (files_file) and ``o`` (its current
 # stored object): what restore starts from, and what a folder restore looks for.

@@ -13,6 +13,8 @@ from django.db.models import Field, Model
 from django.db.models.sql import InsertQuery
 
 from accounts.tenancy import Tenant
+from events.models import Event
+from events.services import ChangeSql
 from files import hooks
 from files.events import record_file_event, record_file_event_with_change
 from files.models import File
@@ -35,8 +37,6 @@ from storage_service.errors import (
     ApiError,
     FileNotPending,
 )
-from webhooks.models import Event
-from webhooks.services import ChangeSql
 
 # --- Single upload -------------------------------------------------------------------------
 

@@ -85,6 +85,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "storage_service",
     "accounts",
+    "events",
     "files",
     "uploads",
     "variants",
@@ -534,7 +535,7 @@ SERVICE_EVENT_RETENTION_DAYS = env_int("SERVICE_EVENT_RETENTION_DAYS", 30, minim
 SERVICE_RETENTION_BATCH_SIZE = env_int("SERVICE_RETENTION_BATCH_SIZE", 5000, minimum=1)
 SERVICE_RETENTION_MAX_BATCHES = env_int("SERVICE_RETENTION_MAX_BATCHES", 200, minimum=1)
 CELERY_BEAT_SCHEDULE["sweep-old-events"] = {
-    "task": "webhooks.tasks.sweep_old_events",
+    "task": "events.tasks.sweep_old_events",
     "schedule": env_int("SERVICE_RETENTION_INTERVAL_SECONDS", 3600, minimum=10),
 }
 # Expired admin sessions (django_session rows) are deleted daily.

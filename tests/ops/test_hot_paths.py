@@ -21,6 +21,8 @@ from rest_framework.test import APIClient
 
 from accounts.services import api_key_revoke, project_create
 from accounts.tenancy import Tenant
+from events.models import Event
+from events.services import event_record
 from files.models import File, StoredObject
 from files.services.upload import file_upload_start
 from storage_service.dbhealth import check_idle_connections
@@ -29,8 +31,8 @@ from tests.factories import Actor
 from tests.helpers import error_code, start_upload
 from tests.servers import serve_api
 from tests.subprocesses import database_url
-from webhooks.models import Delivery, Event
-from webhooks.services import endpoint_create, event_record
+from webhooks.models import Delivery
+from webhooks.services import endpoint_create
 
 pytestmark = pytest.mark.django_db
 

@@ -19,6 +19,7 @@ from django.db import connection
 from django.db.models import Count
 from django.utils import timezone
 
+from events.models import Event
 from files.models import File, Job
 from storage_service.celery import app
 from tests.factories import make_actor
@@ -31,7 +32,6 @@ from tests.ops.test_worker_faults import (  # noqa: F401 (fixtures)
     spawn_worker,
 )
 from tests.webhook_receiver import Receiver
-from webhooks.models import Event
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 

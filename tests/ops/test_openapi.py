@@ -28,13 +28,13 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+from events.services import event_record
 from tests.factories import Actor, png_bytes
 from tests.helpers import uploaded_file
 from tests.storage import put_to
 from variants.models import Variant
 from variants.services import variant_process
 from webhooks.models import Delivery, Endpoint
-from webhooks.services import event_record
 from webhooks.signing import new_secret
 
 pytestmark = pytest.mark.django_db
