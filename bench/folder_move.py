@@ -243,7 +243,8 @@ def main() -> int:
         log(f"removing the leftover project {old}")
         remove(url, old)
     from events.models import Event
-    from files.models import File, Job
+    from files.models import File
+    from jobs.models import Job
     from storage_service.celery import app
     from webhooks.models import Delivery
 

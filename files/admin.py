@@ -17,7 +17,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from accounts.tenancy import Tenant
-from files.models import File, FileVersion, Job, StoredObject
+from files.models import File, FileVersion, StoredObject
 from files.services import file_delete, file_restore
 from storage_service.adminperms import ReadOnlyAdmin, ReadOnlyInline, each_through_service
 
@@ -139,43 +139,4 @@ class StoredObjectAdmin(ReadOnlyAdmin):
         "created_at",
         "purged_at",
     )
-    show_full_result_count = False
-
-
-@admin.register(Job)
-class JobAdmin(ReadOnlyAdmin):
-    """Folder operations and their progress: staff see them, only the service changes them."""
-
-    list_display = (
-        "id",
-        "project",
-        "mode",
-        "type",
-        "status",
-        "files_done",
-        "files_total",
-        "created_at",
-        "finished_at",
-    )
-    list_filter = ("status", "type", "mode")
-    # Exact matches only: each is an index's leading column (the id, the project).
-    search_fields = ("=id", "=project__id")
-    readonly_fields = (
-        "id",
-        "project",
-        "mode",
-        "type",
-        "status",
-        "params",
-        "files_total",
-        "files_done",
-        "error",
-        "cursor",
-        "failed_attempts",
-        "leased_until",
-        "created_at",
-        "updated_at",
-        "finished_at",
-    )
-    exclude = ("lease_token",)
     show_full_result_count = False

@@ -7,12 +7,11 @@ from typing import Any, cast
 
 from rest_framework import serializers
 
-from files.models import Job
 from files.serializers import CopyRequest, UpdateRequest, deleted_json, file_json
 from files.services import Outcome
-from files.shapes import BatchOp, BatchResultJson, JobJson, JobStatus, JobType
+from files.shapes import BatchOp, BatchResultJson
 from files.validation import FOLDER_PATTERN, clean_path
-from storage_service.errors import ApiError, ErrorDetailJson
+from storage_service.errors import ApiError
 from storage_service.serializers import (
     CleanedField,
     Schema,
@@ -21,7 +20,6 @@ from storage_service.serializers import (
     validated,
     with_schema,
 )
-from storage_service.timefmt import iso, iso_required
 
 # --- Folder operations ---------------------------------------------------------------------
 
@@ -66,22 +64,6 @@ class FolderMoveRequest(StrictSerializer):
 
 class FolderRequest(StrictSerializer):
     path = CleanedField(clean_folder)
-
-
-def job_json(job: Job) -> JobJson:
-    error = cast(ErrorDetailJson, job.error) if job.error is not None else None
-    return {
-        "id": job.id,
-        "type": cast(JobType, job.type),
-        "status": cast(JobStatus, job.status),
-        "params": job.params,
-        "filesTotal": job.files_total,
-        "filesDone": job.files_done,
-        "error": error,
-        "createdAt": iso_required(job.created_at),
-        "updatedAt": iso_required(job.updated_at),
-        "finishedAt": iso(job.finished_at),
-    }
 
 
 # --- Batch ---------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""HTTP only, for work on many files: folder operations, their jobs, and batches of file
+"""HTTP only, for work on many files: folder operations (jobs) and batches of file
 operations. The table of endpoints is urls.py; each method's ``@extend_schema`` is its entry
 in the OpenAPI document (see files/views.py)."""
 
@@ -15,19 +15,18 @@ from accounts.context import api_key_of, tenant_of
 from accounts.scopes import scope
 from accounts.tenancy import Tenant
 from accounts.throttling import refusal_wait
-from files import job_selectors, services
-from files.job_filters import JobFilterSet
+from files import services
 from files.jobserializers import (
     BatchRequest,
     FolderMoveRequest,
     FolderRequest,
     batch_result_json,
     file_answer,
-    job_json,
 )
-from files.models import Job, JobQuerySet
 from files.services import Operation, Outcome
-from files.shapes import BatchResultJson, JobJson
+from files.shapes import BatchResultJson
+from jobs.serializers import job_json
+from jobs.shapes import JobJson
 from storage_service.errors import RateLimited, exception_handler
 from storage_service.idempotency import (
     IDEMPOTENCY_KEY,
@@ -35,12 +34,10 @@ from storage_service.idempotency import (
     idempotency_key,
     request_fingerprint,
 )
-from storage_service.openapi import Links, errors_of, path_id
-from storage_service.pagination import CursorPagination
+from storage_service.openapi import Links, errors_of
 from storage_service.serializers import validated
 from storage_service.shapes import Data
 
-JOB_ID = path_id("job_id", "job")
 JOB_LINKS = {"jobs_retrieve": {"job_id": "$response.body#/data/id"}}
 # Every folder operation answers its job at once; the work is the workers'.
 JOB_STARTED = {202: Links(Data[JobJson], JOB_LINKS)}
@@ -102,38 +99,6 @@ class FolderOperationViewSet(viewsets.ViewSet):
         job = services.folder_restore(tenant=tenant_of(request), path=body["path"])
         answer: Data[JobJson] = {"data": job_json(job)}
         return Response(answer, status=202)
-
-
-class JobViewSet(viewsets.GenericViewSet):
-    pagination_class = CursorPagination
-    filterset_class = JobFilterSet
-    cursor_scope = "jobs:id:desc"
-
-    def get_queryset(self) -> JobQuerySet:
-        return Job.objects.for_tenant(tenant_of(self.request))
-
-    @extend_schema(
-        extensions=scope("files:read"),
-        tags=["jobs"],
-        summary="List jobs, newest first (keyset pages)",
-        responses={200: JobJson},
-    )
-    def list(self, request: Request) -> Response:
-        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
-        assert page is not None  # pagination_class is set
-        return self.get_paginated_response([job_json(job) for job in page])
-
-    @extend_schema(
-        extensions=scope("files:read"),
-        tags=["jobs"],
-        summary="Get a job: its status and progress",
-        parameters=[JOB_ID],
-        responses={200: Data[JobJson], **errors_of("JOB_NOT_FOUND")},
-    )
-    def retrieve(self, request: Request, job_id: str) -> Response:
-        job = job_selectors.job_get(tenant=tenant_of(request), job_id=job_id)
-        answer: Data[JobJson] = {"data": job_json(job)}
-        return Response(answer)
 
 
 class FileBatchViewSet(viewsets.ViewSet):

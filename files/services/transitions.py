@@ -24,7 +24,7 @@ from django.utils import timezone
 from accounts.tenancy import Tenant
 from events.models import Event
 from events.services import ChangeSql, events_record_rows
-from files.models import Job
+from jobs.models import Job
 from storage_service.timefmt import iso
 
 # Deleted files whose bytes are still there, over ``f`` (files_file) and ``o`` (its current

@@ -86,6 +86,7 @@ INSTALLED_APPS = [
     "storage_service",
     "accounts",
     "events",
+    "jobs",
     "files",
     "uploads",
     "variants",
@@ -579,6 +580,6 @@ SERVICE_JOB_MAX_ATTEMPTS = env_int("SERVICE_JOB_MAX_ATTEMPTS", 5, minimum=1)
 if SERVICE_JOB_SLICE_SECONDS >= SERVICE_JOB_LEASE_SECONDS:
     raise ImproperlyConfigured("SERVICE_JOB_SLICE_SECONDS must be below SERVICE_JOB_LEASE_SECONDS")
 CELERY_BEAT_SCHEDULE["sweep-jobs"] = {
-    "task": "files.tasks.sweep_jobs",
+    "task": "jobs.tasks.sweep_jobs",
     "schedule": env_int("SERVICE_JOB_SWEEP_INTERVAL_SECONDS", 30, minimum=1),
 }
