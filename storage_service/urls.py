@@ -11,8 +11,8 @@ from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
 
 from accounts.views import MeView, UsageView
 from events.views import EventViewSet
-from files.jobviews import FileBatchViewSet, FolderOperationViewSet
-from files.views import FileViewSet, FolderViewSet
+from files.folderviews import FolderOperationViewSet
+from files.views import FileBatchViewSet, FileViewSet, FolderViewSet
 from jobs.views import JobViewSet
 from storage_service.errors import handler404 as handler404_view
 from storage_service.health import healthz, readyz
