@@ -230,7 +230,7 @@ def test_upload_start_leaves_nothing_when_its_event_cannot_be_written(
     with transaction.atomic():
         taken = event_record(tenant=tenant, type="file.created", data={}).id
     monkeypatch.setattr(
-        "webhooks.services.new_id", lambda prefix: taken if prefix == "evt" else new_id(prefix)
+        "events.services.new_id", lambda prefix: taken if prefix == "evt" else new_id(prefix)
     )
     with pytest.raises(IntegrityError):
         file_upload_start(tenant=tenant, filename="a.png", content_type="image/png", size=10)
