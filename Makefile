@@ -16,7 +16,7 @@ DEVSERVICES := $(BIN)/python scripts/devservices.py
 PYTEST_ARGS ?=
 
 .PHONY: help install run cluster drill test pytest lint typecheck check-runtime fmt bench fuzz clean \
-	js chromium bench-browser
+	js chromium nginx bench-browser
 
 help: ## List the targets
 	@echo "Usage: make <target> [PYTEST_ARGS='...']"
@@ -55,7 +55,7 @@ cluster: $(INSTALLED) ## Run a SeaweedFS cluster, two APIs, two workers, webhook
 drill: $(INSTALLED) ## Start `make cluster`, kill one of each node under traffic, check no loss
 	$(BIN)/python bench/cluster_drill.py
 
-test: lint typecheck check-runtime js ## Lint, type-check, check the runtime install, run the suite
+test: lint typecheck check-runtime js nginx ## Lint, type-check, check the runtime install, run the suite
 	$(DEVSERVICES) exec -- $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 pytest: $(INSTALLED) js ## Run only the test suite (quick loop; PYTEST_ARGS='-k name -x')
@@ -124,6 +124,10 @@ $(NODE18): tests/js/node18/package.json tests/js/node18/package-lock.json | $(JS
 
 chromium: ## Install Debian's chromium unless there is one (the browser tests drive it)
 	@command -v chromium >/dev/null || { $(SUDO) apt-get update && $(SUDO) apt-get install -y chromium; }
+
+nginx: ## Install Debian's nginx unless there is one (tests/delivery/test_nginx.py runs it)
+	@command -v nginx >/dev/null || test -x /usr/sbin/nginx \
+		|| { $(SUDO) apt-get update && $(SUDO) apt-get install -y nginx-light; }
 
 js: $(JS_BUILT) $(NODE18) chromium ## The JS client's locked dependencies and build, Node 18, Chromium
 

@@ -9,6 +9,7 @@ from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
 from accounts.context import api_key_of
+from accounts.grants import UploadGrant
 from accounts.models import ApiKey
 from accounts.selectors import api_key_resolve
 from storage_service.errors import Unauthenticated
@@ -45,5 +46,7 @@ class ApiKeyAuthentication(BaseAuthentication):
 
 class HasProject(BasePermission):
     def has_permission(self, request: Request, view: Any) -> bool:
+        if isinstance(request.auth, UploadGrant):
+            return True  # an upload token's project; HasScope bounds its routes
         api_key_of(request)  # raises 401 when no key was sent
         return True

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rest_framework.request import Request
 
+from accounts.grants import UploadGrant
 from accounts.models import ApiKey
 from accounts.tenancy import Tenant
 from storage_service.errors import Unauthenticated
@@ -16,5 +17,13 @@ def api_key_of(request: Request) -> ApiKey:
 
 
 def tenant_of(request: Request) -> Tenant:
+    if isinstance(request.auth, UploadGrant):
+        # Only the routes a token may call get here (accounts.scopes refuses the others).
+        return request.auth.tenant
     api_key = api_key_of(request)
     return Tenant(project=api_key.project, mode=api_key.environment)
+
+
+def upload_grant_of(request: Request) -> UploadGrant | None:
+    """The upload token's grant when the request was made with one; None with an API key."""
+    return request.auth if isinstance(request.auth, UploadGrant) else None

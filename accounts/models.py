@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
 
-from storage_service.fields import public_id_field
+from storage_service.model_fields import public_id_field
 
 
 class Organization(models.Model):

@@ -24,8 +24,9 @@ from typing import Any, Literal, get_args
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
+from accounts.grants import UploadGrant
 from accounts.models import ApiKey
-from storage_service.errors import SCOPE_EXTENSION, InsufficientScope
+from storage_service.errors import SCOPE_EXTENSION, UPLOAD_TOKEN_EXTENSION, InsufficientScope
 
 # Imported by DRF's settings (a default permission class) while DRF's views load: so nothing
 # here imports drf-spectacular or the OpenAPI module, which import those views.
@@ -41,11 +42,14 @@ SCOPE_HELP: dict[str, str] = {
 }
 
 
-def scope(name: ScopeName | None) -> dict[str, Any]:
+def scope(name: ScopeName | None, *, upload_token: bool = False) -> dict[str, Any]:
     """An operation's ``extensions``: the scope a key must hold to call it, or None for an
-    operation every key may call (``GET /v1/me``)."""
+    operation every key may call (``GET /v1/me``). ``upload_token``: an upload token
+    (``ut_…``) may call it too, on its own uploads (``x-upload-token`` in the document)."""
     if name is not None and name not in SCOPES:
         raise ValueError(f"unknown scope {name!r}")
+    if upload_token:
+        return {SCOPE_EXTENSION: name, UPLOAD_TOKEN_EXTENSION: True}
     return {SCOPE_EXTENSION: name}
 
 
@@ -69,26 +73,45 @@ def scopes_of(api_key: ApiKey) -> list[str]:
 _UNDECLARED = object()
 # (view class, handler name, method) -> the declared scope, None, or _UNDECLARED.
 _declared: dict[tuple[type, str, str], object] = {}
+# (view class, handler name, method) -> whether an upload token may call the handler.
+_token_routes: dict[tuple[type, str, str], bool] = {}
+
+
+def _extensions(view_class: type, handler_name: str, method: str) -> dict[str, Any] | None:
+    """The handler's ``@extend_schema`` extensions (drf-spectacular keeps the declaration on
+    the handler as its schema class), read on a bare view of the class; None when it has no
+    schema of its own."""
+    handler = getattr(view_class, handler_name, None)
+    schema_class = getattr(handler, "kwargs", {}).get("schema")
+    if schema_class is None:
+        return None
+    view = view_class()
+    view.request, view.kwargs = None, {}  # what the schema's version check reads
+    schema = schema_class()
+    schema.view = view
+    schema.method = method.upper()
+    extensions: dict[str, Any] = schema.get_extensions() or {}
+    return extensions
+
+
+def token_allowed(view_class: type, handler_name: str, method: str) -> bool:
+    """Whether the handler declares ``scope(..., upload_token=True)``. Read once per handler."""
+    key = (view_class, handler_name, method.upper())
+    if key not in _token_routes:
+        extensions = _extensions(view_class, handler_name, method) or {}
+        _token_routes[key] = extensions.get(UPLOAD_TOKEN_EXTENSION) is True
+    return _token_routes[key]
 
 
 def declared_scope(view_class: type, handler_name: str, method: str) -> object:
-    """The scope the handler declares in its ``@extend_schema`` (drf-spectacular keeps the
-    declaration on the handler as its schema class): a scope, None (any key), or
+    """The scope the handler declares in its ``@extend_schema``: a scope, None (any key), or
     ``_UNDECLARED``. Read once per handler, on a bare view of the class."""
     key = (view_class, handler_name, method.upper())
     if key not in _declared:
-        handler = getattr(view_class, handler_name, None)
-        schema_class = getattr(handler, "kwargs", {}).get("schema")
+        extensions = _extensions(view_class, handler_name, method)
         found: object = _UNDECLARED
-        if schema_class is not None:
-            view = view_class()
-            view.request, view.kwargs = None, {}  # what the schema's version check reads
-            schema = schema_class()
-            schema.view = view
-            schema.method = method.upper()
-            extensions = schema.get_extensions() or {}
-            if SCOPE_EXTENSION in extensions:
-                found = extensions[SCOPE_EXTENSION]
+        if extensions is not None and SCOPE_EXTENSION in extensions:
+            found = extensions[SCOPE_EXTENSION]
         _declared[key] = found
     return _declared[key]
 
@@ -120,6 +143,16 @@ class HasScope(BasePermission):
 
     def has_permission(self, request: Request, view: Any) -> bool:
         api_key = request.auth
+        if isinstance(api_key, UploadGrant):
+            method = request.method or "GET"
+            handler = getattr(view, "action", None) or method.lower()
+            if method.upper() != "OPTIONS" and not token_allowed(type(view), handler, method):
+                raise InsufficientScope(
+                    "An upload token may only start uploads, work on the multipart uploads "
+                    "it started and complete the files it started; use an API key.",
+                    details={"requiredScope": None},
+                )
+            return True
         if not isinstance(api_key, ApiKey):
             return True  # no key: HasProject's 401 comes first
         method = request.method or "GET"

@@ -6,7 +6,7 @@ from django.db import DEFAULT_DB_ALIAS, connections
 
 from accounts.keys import hash_key, is_well_formed
 from accounts.models import ApiKey, Organization, Project
-from storage_service.fields import SelectList
+from storage_service.raw_select import SelectList
 
 _KEY = SelectList(ApiKey, "k")
 _PROJECT = SelectList(Project, "p")

@@ -77,25 +77,27 @@ def call(base: str, key: str, method: str, path: str, body: Any = None) -> tuple
 
 def seed(url: str, project_id: str, count: int) -> None:
     """``count`` uploaded files under move/src, ids made as new_id makes them."""
-    from storage_service.ids import new_id_sql
+    from storage_service.ids import new_id
 
     object_id = shared_object(project_id)
     started = time.monotonic()
     with connect(url) as conn:
         conn.execute(
-            f"""
+            """
             INSERT INTO files_file (id, project_id, mode, filename, path, content_type, size,
                 status, version, checksum, current_object_id, created_at, updated_at,
                 uploaded_at, status_before_delete)
-            SELECT {new_id_sql("file", "s.random_hex")}, %(project)s, 'test',
+            SELECT (%(ids)s::text[])[s.n], %(project)s, 'test',
                 'IMG_' || s.n || '.jpg', 'move/src/d' || (s.n %% 100), 'image/jpeg', 1024,
                 'uploaded', 1, 'etag:bench', %(object)s, now(), now(), now(), ''
-            FROM (
-                SELECT n, replace(gen_random_uuid()::text, '-', '') AS random_hex
-                FROM generate_series(1, %(count)s) AS n
-            ) AS s
+            FROM generate_series(1, %(count)s) AS s(n)
             """,
-            {"project": project_id, "object": object_id, "count": count},
+            {
+                "project": project_id,
+                "object": object_id,
+                "count": count,
+                "ids": [new_id("file") for _ in range(count)],
+            },
         )
     with connect(url, autocommit=True) as conn:
         conn.execute("VACUUM ANALYZE files_file")

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from accounts.models import Project, mode_field
 from accounts.tenancy import Tenant
-from storage_service.fields import public_id_field
+from storage_service.model_fields import public_id_field
 
 
 class EventQuerySet(models.QuerySet["Event"]):

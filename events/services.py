@@ -1,7 +1,7 @@
 """Every change of the events app: recording events with their change, scrubbing, retention.
 
-What an event brings with it (webhooks' deliveries) is written in the same statement, by the
-SQL its app registered (events/outbox.py).
+What an event brings with it (webhooks' deliveries) is written in the same transaction, by the
+part its app registered (events/outbox.py).
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ import json
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from functools import lru_cache
 from typing import Any, NamedTuple
 
 from django.conf import settings
@@ -20,42 +19,31 @@ from django.utils import timezone
 from accounts.tenancy import Tenant
 from events import outbox
 from events.models import Event
-from storage_service.ids import first_id_at, id_parts_sql, new_id, new_id_spelled_sql
+from storage_service.ids import first_id_at, new_id
 
 EVENT_TYPES: tuple[str, ...] = tuple(Event.Type.values)
 
 
-# Every API change that records an event pays for this, so it is one round trip: the event
-# row and, in the same statement, the follower's rows (webhooks: a delivery per subscribed
-# endpoint). The foreign keys are deferred (Django's), so those rows may point at the event
-# inserted beside them.
-# ``{change}`` is where a caller's own data-modifying CTEs go (event_record_with_change):
-# the change, its event and its follower's rows are then one statement, so one transaction,
-# and ``{returning}`` what the caller reads back from its CTEs (e.g. a sequence-made id).
+# Every API change that records an event pays for this, so it is one round trip when the
+# event concerns nobody (most events): the event row, and the follower's subscribers
+# (webhooks: the endpoints subscribed to the type) found in the same statement. The
+# follower's rows for them are then written by a second statement (events/outbox.py).
 _RECORD_SQL = """
-WITH {change}event AS (
+WITH event AS (
     INSERT INTO webhooks_event (id, project_id, mode, type, data, created_at)
     VALUES (%s, %s, %s, %s, %s::jsonb, %s)
-){follower}
-SELECT {result}{returning}
+)
+SELECT {subscribers}
 """
 
 
-@lru_cache(maxsize=64)
-def _record_sql(ctes: str, returning: tuple[str, ...], follower: outbox.Follower | None) -> str:
-    """The statement with a change's CTEs: its text depends only on the change's shape, of
-    which each caller has a few, so each is written once."""
-    return _RECORD_SQL.format(
-        change=ctes,
-        follower=follower.one_ctes if follower is not None else "",
-        result=follower.one_result if follower is not None else "NULL",
-        returning="".join(f", {expression}" for expression in returning),
-    )
+def _subscribers_sql(follower: outbox.Follower | None) -> str:
+    return follower.subscribers if follower is not None else "ARRAY[]::text[]"
 
 
 @dataclass(frozen=True)
 class ChangeSql:
-    """A change written in the same statement as its event.
+    """A change written in the same statement that reads its events' data.
 
     ``ctes``: data-modifying CTEs (``name AS (INSERT ...), ``, each followed by a comma and
     a space) with positional ``%s`` parameters ``params``; PostgreSQL runs each exactly once
@@ -87,7 +75,7 @@ def event_record(
     """
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("events must be recorded inside the transaction of their change")
-    recorded, _ = _record(tenant=tenant, type=type, data=data, at=at, change=None)
+    recorded = _record(tenant=tenant, type=type, data=data, at=at)
     event = Event(
         id=recorded.id,
         **tenant.owner(),
@@ -99,19 +87,6 @@ def event_record(
     return event
 
 
-def event_record_with_change(
-    *, tenant: Tenant, type: str, data: dict[str, Any], change: ChangeSql
-) -> tuple[Any, ...]:
-    """As event_record, with the change itself in the same statement: a single
-    statement is atomic on its own, so the change, its event and its deliveries commit (or
-    vanish) together with no surrounding transaction, in one round trip instead of BEGIN,
-    one per statement, and COMMIT. Inside an atomic block it is simply part of it.
-
-    Returns the values of ``change.returning``; no Event instance is built (a model
-    instance costs a noticeable share of an upload start), since its callers need none."""
-    return _record(tenant=tenant, type=type, data=data, at=None, change=change)[1]
-
-
 class _Recorded(NamedTuple):
     """What an event row was written with."""
 
@@ -121,14 +96,7 @@ class _Recorded(NamedTuple):
     db_alias: str
 
 
-def _record(
-    *,
-    tenant: Tenant,
-    type: str,
-    data: dict[str, Any],
-    at: datetime | None,
-    change: ChangeSql | None,
-) -> tuple[_Recorded, tuple[Any, ...]]:
+def _record(*, tenant: Tenant, type: str, data: dict[str, Any], at: datetime | None) -> _Recorded:
     project = tenant.project
     payload = {"projectId": project.id, "organizationId": project.organization_id, **data}
     now = timezone.now()
@@ -136,56 +104,37 @@ def _record(
     follower = outbox.follower()
     # Looked up once: every read through the ``connection`` proxy looks the connection up.
     db = transaction.get_connection()
-    sql = _record_sql(
-        change.ctes if change is not None else "",
-        change.returning if change is not None else (),
-        follower,
-    )
-    params = [
-        *(change.params if change is not None else ()),
-        event_id,
-        project.id,
-        tenant.mode,
-        type,
-        json.dumps(payload),
-        created_at,
-    ]
+    params = [event_id, project.id, tenant.mode, type, json.dumps(payload), created_at]
     if follower is not None:
-        params += [event_id, now, project.id, tenant.mode, type]
+        params += [project.id, tenant.mode, type]
     with db.cursor() as cursor:
-        cursor.execute(sql, params)
-        result, *returned = cursor.fetchone()
-    if follower is not None and result:
-        # Outside an atomic block (a change statement, committed by now) this runs at once.
+        cursor.execute(_RECORD_SQL.format(subscribers=_subscribers_sql(follower)), params)
+        (subscribers,) = cursor.fetchone()
+        written = (
+            follower.write(cursor, [event_id], subscribers, now)
+            if follower is not None and subscribers
+            else []
+        )
+    if follower is not None and written:
         after_commit = follower.one_after_commit
-        transaction.on_commit(lambda: after_commit(result))
-    return _Recorded(event_id, payload, created_at, db.alias), tuple(returned)
+        transaction.on_commit(lambda: after_commit(written))
+    return _Recorded(event_id, payload, created_at, db.alias)
 
 
 # --- Many events in one statement (a job's batch) ----------------------------------------
 
-# event_record's statement for one event per row of the caller's CTE ``{rows}``: each
-# event's id made by the database as new_id makes them, its data the caller's jsonb
-# expression over the row ``r`` after projectId and organizationId, and the follower's rows
-# (a delivery per subscribed endpoint of the tenant), all with the change (``{change}``) in
-# one statement. The ids are spelled by new_id_spelled_sql (half the CPU of new_id_sql's, for
-# thousands of them) from numbers computed once per row in a subquery of their own: a
-# volatile output (the random UUID, the clock) keeps each such subquery apart, evaluated once
-# per row.
-_RECORD_ROWS_SQL = """
-WITH {change}event_rows AS (
-    SELECT r.*, replace(gen_random_uuid()::text, '-', '') AS event_random FROM {rows} AS r
-), event AS (
-    INSERT INTO webhooks_event (id, project_id, mode, type, data, created_at)
-    SELECT {event_id}, %s, %s, %s, %s::jsonb || ({data}), %s
-    FROM (SELECT r.*, {event_id_parts} FROM event_rows AS r) AS r
-    RETURNING id
-){follower}
-SELECT (SELECT count(*) FROM event), {result}{returning}
+# The change of a batch and, in the same statement, each event's data (a row of the caller's
+# CTE ``{rows}`` as jsonb after projectId and organizationId) and the follower's subscribers:
+# the events, and the follower's rows, are then inserted with ids made by new_id.
+_ROWS_DATA_SQL = """
+WITH {change}event_rows AS (SELECT (%s::jsonb || ({data}))::text AS data FROM {rows} AS r)
+SELECT ARRAY(SELECT data FROM event_rows), {subscribers}{returning}
 """
-# The same for every call: built once (each spelled id is about 1,800 characters).
-_ROW_EVENT_ID_SQL = new_id_spelled_sql("evt", "r")
-_ROW_EVENT_ID_PARTS_SQL = id_parts_sql("r.event_random")
+
+_EVENTS_SQL = """
+INSERT INTO webhooks_event (id, project_id, mode, type, data, created_at)
+SELECT r.id, %s, %s, %s, r.data::jsonb, %s FROM unnest(%s::text[], %s::text[]) AS r(id, data)
+"""
 
 
 def events_record_rows(
@@ -197,46 +146,45 @@ def events_record_rows(
     data: str,
     data_params: list[Any],
 ) -> tuple[int, tuple[Any, ...]]:
-    """One event (and its deliveries) per row of the CTE ``rows`` that ``change`` defines, in
-    one statement with the change: what event_record does for one change, for a batch of
-    changes (a job's). ``data``: a jsonb expression over the row ``r`` (positional
-    parameters ``data_params``), the fields each event is about. Returns the number of events
-    and the values of ``change.returning``.
+    """One event (and its deliveries) per row of the CTE ``rows`` that ``change`` defines,
+    with the change, inside the caller's transaction: what event_record does for one change,
+    for a batch of changes (a job's). ``data``: a jsonb expression over the row ``r``
+    (positional parameters ``data_params``), the fields each event is about. Returns the
+    number of events and the values of ``change.returning``.
 
     The deliveries are sent by the project's drain (webhooks' ``drain_start`` after commit),
     not by a message naming them, so a job's fan-out never queues ahead of other projects."""
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("events must be recorded inside the transaction of their change")
     project = tenant.project
     base = {"projectId": project.id, "organizationId": project.organization_id}
     now = timezone.now()
     follower = outbox.follower()
-    sql = _RECORD_ROWS_SQL.format(
+    sql = _ROWS_DATA_SQL.format(
         change=change.ctes,
         rows=rows,
-        event_id=_ROW_EVENT_ID_SQL,
-        event_id_parts=_ROW_EVENT_ID_PARTS_SQL,
         data=data,
-        follower=follower.rows_ctes if follower is not None else "",
-        result=follower.rows_result if follower is not None else "0",
+        subscribers=_subscribers_sql(follower),
         returning="".join(f", {expression}" for expression in change.returning),
     )
-    params = [
-        *change.params,
-        project.id,
-        tenant.mode,
-        type,
-        json.dumps(base),
-        *data_params,
-        now,
-    ]
+    params = [*change.params, json.dumps(base), *data_params]
     if follower is not None:
-        params += [now, project.id, tenant.mode, type]
+        params += [project.id, tenant.mode, type]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        count, followed, *returned = cursor.fetchone()
-    if follower is not None and followed:
+        datas, subscribers, *returned = cursor.fetchone()
+        events = [new_id("evt") for _ in datas]
+        if events:
+            cursor.execute(_EVENTS_SQL, [project.id, tenant.mode, type, now, events, datas])
+        written = (
+            follower.write(cursor, events, subscribers, now)
+            if follower is not None and events and subscribers
+            else []
+        )
+    if follower is not None and written:
         project_id, after_commit = project.id, follower.rows_after_commit
         transaction.on_commit(lambda: after_commit(project_id))
-    return int(count), tuple(returned)
+    return len(events), tuple(returned)
 
 
 # --- Retention --------------------------------------------------------------------------------

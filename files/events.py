@@ -6,7 +6,7 @@ from typing import Any
 
 from accounts.tenancy import Tenant
 from events.models import Event
-from events.services import ChangeSql, event_record, event_record_with_change
+from events.services import event_record
 from files.models import File
 
 
@@ -19,18 +19,9 @@ def file_event_data(file: File) -> dict[str, Any]:
         "size": file.size,
         "version": file.version,
         "status": file.status,
+        "uploadTokenId": file.upload_token_id,
     }
 
 
 def record_file_event(type: Event.Type, file: File, **extra: Any) -> Event:
     return event_record(tenant=Tenant.of(file), type=type, data={**file_event_data(file), **extra})
-
-
-def record_file_event_with_change(
-    type: Event.Type, file: File, change: ChangeSql
-) -> tuple[Any, ...]:
-    """record_file_event with the change in the same statement (events'
-    event_record_with_change); returns the values of ``change.returning``."""
-    return event_record_with_change(
-        tenant=Tenant.of(file), type=type, data=file_event_data(file), change=change
-    )

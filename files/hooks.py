@@ -31,3 +31,10 @@ def single_complete_refusal(*, file: File) -> ApiError | None:
     """Before a pending file is completed as a single PUT: an app that owns this file's
     upload returns the error that refuses it (uploads: a multipart file completes through
     its session), else None."""
+
+
+@hook
+def upload_token_types(*, token_id: str) -> list[str] | None:
+    """The content types the upload token ``token_id`` (which started a file) allows, exact
+    or ``type/*``; None: any. files checks a completing file's real type against them
+    (uploads owns the tokens)."""

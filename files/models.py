@@ -6,8 +6,8 @@ from django.db.models import Q
 
 from accounts.models import Project, mode_field
 from accounts.tenancy import Tenant
-from storage_service.fields import public_id_field
 from storage_service.ids import id_field_length
+from storage_service.model_fields import public_id_field
 
 
 class StoredObject(models.Model):
@@ -141,6 +141,12 @@ class File(models.Model):
     purged_at = models.DateTimeField(null=True, blank=True)
     # When the expiry sweep deletes the file (as DELETE would); null: never.
     expires_at = models.DateTimeField(null=True, blank=True)
+    # The ThumbHash (base64) of the current version's thumbnail, written by the variant
+    # worker that made it; null until then, and for files that are not images.
+    placeholder = models.CharField(max_length=100, null=True, blank=True)
+    # The upload token (``utk_…``) that started the file; null when an API key did. A plain
+    # id, not a foreign key: tokens live in uploads, which files does not import.
+    upload_token_id = models.CharField(max_length=30, null=True, blank=True)
 
     objects = FileQuerySet.as_manager()
 

@@ -124,6 +124,8 @@ class FileRow(Protocol):
     uploaded_at: datetime | None
     checksum: str | None
     deleted_at: datetime | None
+    placeholder: str | None
+    upload_token_id: str | None
 
 
 FILE_FIELDS = tuple(FileRow.__annotations__)
@@ -143,6 +145,8 @@ def file_json(file: FileRow) -> FileJson:
         "createdAt": iso_required(file.created_at),
         "updatedAt": iso_required(file.updated_at),
         "expiresAt": iso(file.expires_at),
+        "placeholder": file.placeholder,
+        "uploadTokenId": file.upload_token_id,
     }
     if file.uploaded_at is not None:
         body["uploadedAt"] = iso_required(file.uploaded_at)

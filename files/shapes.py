@@ -41,6 +41,17 @@ class FileJson(TypedDict):
         Timestamp | None,
         JsonSchema(description="When the file deletes itself (`file.expired`); null: never."),
     ]
+    placeholder: Annotated[
+        str | None,
+        JsonSchema(
+            description="A ThumbHash (base64) of the image's thumbnail, to paint before the "
+            "image loads; null until the thumbnail is made, and for files that are not images."
+        ),
+    ]
+    uploadTokenId: Annotated[
+        str | None,
+        JsonSchema(description="The upload token (`utk_…`) that started the file; null: a key."),
+    ]
     uploadedAt: NotRequired[Timestamp]
     checksum: NotRequired[Checksum]
     deletedAt: NotRequired[Timestamp]

@@ -14,14 +14,14 @@ from rest_framework import viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from accounts.context import api_key_of, tenant_of
+from accounts.context import api_key_of, tenant_of, upload_grant_of
 from accounts.scopes import scope
 from accounts.tenancy import Tenant
 from accounts.throttling import refusal_wait
 from files import selectors, services
 from files.filters import FileFilterSet, FolderFilterSet
-from files.links import FILE_ID, file_links
 from files.models import File, FileQuerySet
+from files.openapi import FILE_ID, file_links
 from files.serializers import (
     FILE_FIELDS,
     BatchRequest,
@@ -64,6 +64,8 @@ from storage_service.serializers import EmptyRequest, validated
 from storage_service.shapes import Data
 
 NOT_FOUND = ("FILE_NOT_FOUND",)
+# What an upload token's bounds refuse at a start (files/services/grants.py, uploads).
+TOKEN_START_ERRORS = ("PATH_NOT_ALLOWED", "UPLOAD_TOKEN_EXHAUSTED", "ORIGIN_NOT_ALLOWED")
 
 
 class FileViewSet(viewsets.GenericViewSet):
@@ -93,7 +95,7 @@ class FileViewSet(viewsets.GenericViewSet):
         return values_page(queryset, FILE_FIELDS, count)
 
     @extend_schema(
-        extensions=scope("files:write"),
+        extensions=scope("files:write", upload_token=True),
         tags=["files"],
         summary="Start a single-PUT upload",
         description="Creates a pending file and answers a presigned PUT. PUT the bytes to "
@@ -108,6 +110,7 @@ class FileViewSet(viewsets.GenericViewSet):
                 "CONTENT_TYPE_NOT_ALLOWED",
                 "IDEMPOTENCY_KEY_REUSED",
                 "STORAGE_UNAVAILABLE",
+                *TOKEN_START_ERRORS,
             ),
         },
     )
@@ -119,6 +122,7 @@ class FileViewSet(viewsets.GenericViewSet):
             **upload_arguments(body),
             idempotency_key=key,
             request_hash=request_fingerprint(request.data) if key is not None else "",
+            grant=upload_grant_of(request),
         )
         answer: FileWithUploadJson = file_with_upload_json(started.file, started.upload)
         response = Response(answer, status=201)
@@ -127,7 +131,7 @@ class FileViewSet(viewsets.GenericViewSet):
         return response
 
     @extend_schema(
-        extensions=scope("files:write"),
+        extensions=scope("files:write", upload_token=True),
         tags=["files"],
         summary="Verify the uploaded bytes and mark the file uploaded",
         description="Reads the stored object's real size and sniffs its type. With no bytes "
@@ -151,7 +155,9 @@ class FileViewSet(viewsets.GenericViewSet):
     )
     def complete(self, request: Request, file_id: str) -> Response:
         validated(EmptyRequest, request.data)
-        file = services.file_complete(tenant=tenant_of(request), file_id=file_id)
+        file = services.file_complete(
+            tenant=tenant_of(request), file_id=file_id, grant=upload_grant_of(request)
+        )
         answer: Data[FileCompletedJson] = {"data": completed_json(file)}
         return Response(answer)
 

@@ -5,7 +5,7 @@ from django.db.models import Q
 
 from accounts.models import Project, mode_field
 from accounts.tenancy import Tenant
-from storage_service.fields import public_id_field
+from storage_service.model_fields import public_id_field
 
 
 class JobQuerySet(models.QuerySet["Job"]):

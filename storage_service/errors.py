@@ -246,10 +246,73 @@ class StorageUnavailable(ApiError):
     status, code = 503, "STORAGE_UNAVAILABLE"
 
 
+# --- Upload tokens ---------------------------------------------------------------------------
+# The OpenAPI extension that marks an operation an upload token may call (accounts/scopes.py).
+UPLOAD_TOKEN_EXTENSION = "x-upload-token"
+
+
+class UploadTokenNotFound(ApiError):
+    status, code = 404, "UPLOAD_TOKEN_NOT_FOUND"
+
+
+class PathNotAllowed(ApiError):
+    """An upload token's file outside the token's folder (the folder itself or below it)."""
+
+    status, code = 403, "PATH_NOT_ALLOWED"
+
+
+class UploadTokenExhausted(ApiError):
+    """An upload token has started its ``maxFiles`` files already."""
+
+    status, code = 403, "UPLOAD_TOKEN_EXHAUSTED"
+
+
+class OriginNotAllowed(ApiError):
+    """An upload token sent from an ``Origin`` outside its ``allowedOrigins``."""
+
+    status, code = 403, "ORIGIN_NOT_ALLOWED"
+
+
 class ServiceUnavailable(ApiError):
     """The database (or another dependency) did not answer: retry shortly, nothing changed."""
 
     status, code = 503, "SERVICE_UNAVAILABLE"
+
+
+# --- Delivery to the web (delivery keys, signed delivery URLs) -----------------------------
+
+
+class DeliveryKeyLimitReached(ApiError):
+    """An eleventh active delivery key for one project and mode."""
+
+    status, code = 403, "DELIVERY_KEY_LIMIT_REACHED"
+
+
+class DeliveryKeyNotFound(ApiError):
+    status, code = 404, "DELIVERY_KEY_NOT_FOUND"
+
+
+class NoDeliveryKey(ApiError):
+    """A delivery URL asked for while the tenant has no active delivery key to sign it."""
+
+    status, code = 409, "NO_DELIVERY_KEY"
+
+
+class InvalidSignature(ApiError):
+    """A delivery URL whose signature does not match (changed, forged, unknown or revoked
+    key)."""
+
+    status, code = 403, "INVALID_SIGNATURE"
+
+
+class UrlExpired(ApiError):
+    status, code = 403, "URL_EXPIRED"
+
+
+class VariantFailed(ApiError):
+    """A delivery URL's transform whose variant failed: the same parameters fail again."""
+
+    status, code = 422, "VARIANT_FAILED"
 
 
 # --- Rendering -----------------------------------------------------------------------------
@@ -329,7 +392,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     # refused is a check the validators lack, and retrying would never help). It is logged
     # with its traceback and the request id, and answered with that id and without the trace.
     request = context.get("request")
-    request_id = str(getattr(getattr(request, "_request", request), "request_id", "-"))
+    # DRF's Request answers the attributes of the HttpRequest it wraps (its documented proxy),
+    # so the id RequestIdMiddleware set is read the same way from either.
+    request_id = str(getattr(request, "request_id", "-"))
     logger.exception(
         "unhandled error in %s (request %s)",
         context.get("view").__class__.__name__,

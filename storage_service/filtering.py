@@ -9,7 +9,6 @@ rule's message under the parameter's name.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from functools import cache
 from typing import Any
@@ -22,7 +21,6 @@ from rest_framework import serializers
 from rest_framework.request import Request
 
 from storage_service.errors import ValidationError
-from storage_service.serializers import shallow_copy
 
 
 class CleanedFormField(forms.Field):
@@ -31,11 +29,6 @@ class CleanedFormField(forms.Field):
     def __init__(self, *, clean_value: Callable[[str], Any], **kwargs: Any) -> None:
         self.clean_value = clean_value
         super().__init__(**kwargs)
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> CleanedFormField:
-        # Each form copies its class's fields (Django's forms do, for forms that change them
-        # per instance). These never change and are never rendered: one serves every form.
-        return self
 
     def clean(self, value: Any) -> Any:
         if value is None:
@@ -57,23 +50,6 @@ class CleanedFilter(django_filters.Filter):
         self.default = default
         super().__init__(clean_value=clean, **kwargs)
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> CleanedFilter:
-        # Each FilterSet deep-copies its class's filters, then sets each copy's parent and
-        # model. Nothing else of a filter changes per request, so a shallow copy is the same
-        # filter at a fraction of the cost (the deep copy walked every field's arguments).
-        clone = shallow_copy(self)
-        clone.method = self.method  # its FilterMethod must call the copy (and so its parent)
-        return clone
-
-
-class _Filters(dict[str, django_filters.Filter]):
-    """A filter set's filters, deep-copied filter by filter: each filter's own
-    ``__deepcopy__`` makes the copy, without deepcopy's dispatch and memo around the mapping
-    and every one of them."""
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> _Filters:
-        return _Filters((name, copy.deepcopy(filter_, memo)) for name, filter_ in self.items())
-
 
 class FilterSet(django_filters.FilterSet):
     """django-filter's FilterSet, its form class built once per class.
@@ -84,14 +60,18 @@ class FilterSet(django_filters.FilterSet):
     """
 
     @classmethod
-    def get_filters(cls) -> dict[str, django_filters.Filter]:
-        return _Filters(super().get_filters())
-
-    @classmethod
     @cache
     def form_class(cls) -> type[forms.Form]:
-        fields = {name: filter_.field for name, filter_ in cls.base_filters.items()}
-        return type(f"{cls.__name__}Form", (cls._meta.form,), fields)
+        # Each form field made here from its filter's clean function, not taken from the
+        # filter (``Filter.field`` keeps the field it makes on the filter, and every filter set
+        # deep-copies its filters, so each request would copy those fields twice).
+        fields = {
+            name: CleanedFormField(clean_value=filter_.clean, required=False)
+            for name, filter_ in cls.base_filters.items()
+        }
+        # The form class of the documented ``Meta.form`` option, as django-filter reads it.
+        base = getattr(getattr(cls, "Meta", None), "form", forms.Form)
+        return type(f"{cls.__name__}Form", (base,), fields)
 
     def get_form_class(self) -> type[forms.Form]:
         return self.form_class()

@@ -22,21 +22,21 @@
 
 from __future__ import annotations
 
+import inspect
 import types
 import typing
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, NotRequired, Required, Union, get_args, get_origin
 
 from drf_spectacular.extensions import (
     OpenApiAuthenticationExtension,
     OpenApiFilterExtension,
     OpenApiSerializerExtension,
-    OpenApiSerializerFieldExtension,
 )
 from drf_spectacular.openapi import AutoSchema as SpectacularAutoSchema
 from drf_spectacular.plumbing import ResolvedComponent
-from drf_spectacular.utils import OpenApiParameter
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
+from rest_framework import serializers
 
 from storage_service import errors
 from storage_service.serializers import CleanedField, StrictSerializer, json_schema
@@ -96,7 +96,7 @@ def shape_name(hint: Any) -> str:
 def shape_ref(shape: Any) -> Schema:
     """A ``$ref`` to a shape's component, for code that has no generator at hand (the
     paginator's response schema); the generator registers the component
-    (``AutoSchema._get_response_for_code``)."""
+    (``AutoSchema.get_operation``)."""
     return {"$ref": f"#/components/schemas/{shape_name(shape)}"}
 
 
@@ -204,7 +204,16 @@ def shape_schema(shape: Any, ref: Callable[[Any], Schema]) -> Schema:
 
 class ShapeExtension(OpenApiSerializerExtension):
     """drf-spectacular takes a shape wherever it takes a serializer (Sentry's
-    ``inline_sentry_response_serializer``, without the stand-in class)."""
+    ``inline_sentry_response_serializer``, without the stand-in class).
+
+    The one framework method overridden here that is not a documented override point:
+    ``_matches``. An extension's documented ``target_class`` matches a class and its
+    subclasses, and a shape is no subclass of anything of ours (a TypedDict's only runtime
+    base is ``dict``, and ``Data[FileJson]`` is not a class at all). Without it every answer
+    and envelope would have to be re-declared as a serializer class beside its TypedDict,
+    the second definition the shapes exist to avoid. tests/ops/test_openapi.py checks that
+    drf-spectacular still asks it, so an upgrade that stops doing so fails there, loudly.
+    """
 
     target_class = "storage_service.openapi.ShapeExtension"  # matched by _matches below
     match_subclasses = True
@@ -224,17 +233,6 @@ class ShapeExtension(OpenApiSerializerExtension):
 
 
 # --- Requests ------------------------------------------------------------------------------
-
-
-class CleanedFieldExtension(OpenApiSerializerFieldExtension):
-    """A ``CleanedField`` is documented by its clean function, the code that enforces it."""
-
-    target_class = CleanedField
-    match_subclasses = True
-
-    def map_serializer_field(self, auto_schema: Any, direction: Any) -> Schema:
-        assert isinstance(self.target, CleanedField)
-        return json_schema(self.target.clean)
 
 
 class FilterSetExtension(OpenApiFilterExtension):
@@ -266,16 +264,48 @@ class FilterSetExtension(OpenApiFilterExtension):
         return parameters
 
 
+def field_schema(field: CleanedField) -> Schema:
+    """A body field's schema: its clean function's, with the field's default and help text."""
+    schema = json_schema(field.clean)
+    if field.default is not serializers.empty and field.default is not None:
+        schema["default"] = field.default
+    if field.help_text:
+        schema["description"] = str(field.help_text)
+    return schema
+
+
 class StrictSerializerExtension(OpenApiSerializerExtension):
-    """A strict body refuses unknown fields, an empty body where fields are needed, and a
-    body without one of ``require_any``: the component states each of those rules."""
+    """A strict body's component, stated from its fields' clean functions (every field of a
+    ``StrictSerializer`` is a ``CleanedField``): it refuses unknown fields, an empty body
+    where fields are needed, and a body without one of ``require_any``."""
 
     target_class = StrictSerializer
     match_subclasses = True
 
+    def get_name(self, auto_schema: Any, direction: Any) -> str:
+        # As drf-spectacular names a serializer's component: its class's name.
+        return type(self.target).__name__.removesuffix("Serializer")
+
     def map_serializer(self, auto_schema: Any, direction: Any) -> Schema:
         serializer = self.target
-        schema: Schema = auto_schema._map_serializer(serializer, direction, bypass_extensions=True)
+        fields = serializer.fields
+        schema: Schema = {"type": "object"}
+        description = inspect.getdoc(type(serializer))
+        if description:
+            schema["description"] = description.strip()
+        if fields:
+            schema["properties"] = {
+                name: (
+                    # A nested body (a transform's options) is its own component.
+                    auto_schema.resolve_serializer(f, direction).ref
+                    if isinstance(f, serializers.BaseSerializer)
+                    else field_schema(f)
+                )
+                for name, f in fields.items()
+            }
+        required = sorted(name for name, f in fields.items() if f.required)
+        if required:
+            schema["required"] = required
         schema["additionalProperties"] = False
         if serializer.min_fields:
             schema["minProperties"] = serializer.min_fields
@@ -284,10 +314,10 @@ class StrictSerializerExtension(OpenApiSerializerExtension):
         # "At least one of width, height": one named variant per field that makes the body
         # valid, each requiring it. (A bare anyOf of {"required": [...]} beside the properties
         # says the same in JSON Schema, but generated clients cannot build a type from it.)
-        name = auto_schema._get_serializer_name(serializer, direction)
+        name = self.get_name(auto_schema, direction)
         variants = []
         for field_name in serializer.require_any:
-            variant = {**schema, "required": sorted({*schema.get("required", []), field_name})}
+            variant = {**schema, "required": sorted({*required, field_name})}
             component = ResolvedComponent(
                 name=f"{name}With{field_name[0].upper()}{field_name[1:]}",
                 type=ResolvedComponent.SCHEMA,
@@ -318,6 +348,8 @@ CODE_STATUS.update({"RATE_LIMITED": 429})
 # The scope a restricted key needs for an operation (accounts/scopes.py declares it on each
 # view's @extend_schema: ``extensions=scope("files:read")``; null: any key).
 SCOPE_EXTENSION = errors.SCOPE_EXTENSION
+# The security scheme of upload tokens (ut_…), on the operations marked x-upload-token.
+UPLOAD_TOKEN = "uploadToken"
 # Every authenticated operation can answer these.
 ALWAYS = ("UNAUTHENTICATED", "RATE_LIMITED", "SERVICE_UNAVAILABLE")
 HEADER_STRING: Schema = {"type": "string"}
@@ -345,12 +377,15 @@ ERROR_HEADERS: dict[int, dict[str, Any]] = {
 }
 
 
-@dataclass(frozen=True)
-class ErrorResponse:
-    """One status of an operation's errors, and the codes it may carry."""
+class ErrorResponse(OpenApiResponse):
+    """One status of an operation's errors, and the codes it may carry: drf-spectacular's
+    response of the error envelope, described by its codes."""
 
-    status: int
-    codes: tuple[str, ...]
+    def __init__(self, status: int, codes: tuple[str, ...]) -> None:
+        shape: Any = errors.ErrorJson  # a shape, which ShapeExtension resolves
+        super().__init__(response=shape, description="Codes: " + ", ".join(f"`{c}`" for c in codes))
+        self.status = status
+        self.codes = codes
 
 
 def error_responses(*codes: str) -> list[ErrorResponse]:
@@ -365,16 +400,16 @@ def error_responses(*codes: str) -> list[ErrorResponse]:
 # --- Links ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Links:
+class Links(OpenApiResponse):
     """A success response and the operations that use the ids in it.
 
     ``targets`` maps an operation id to its parameters' runtime expressions, e.g.
     ``{"files_retrieve": {"file_id": "$response.body#/file/id"}}``.
     """
 
-    response: Any
-    targets: dict[str, dict[str, str]] = field(default_factory=dict)
+    def __init__(self, response: Any, targets: dict[str, dict[str, str]] | None = None) -> None:
+        super().__init__(response=response)
+        self.targets = dict(targets or {})
 
     def as_openapi(self) -> dict[str, Schema]:
         return {
@@ -394,18 +429,16 @@ JSON = "application/json"
 
 
 class AutoSchema(SpectacularAutoSchema):
-    def _is_list_view(self, serializer: Any = None) -> bool:
-        # A list is a list action with a paginator: its parameters are the paginator's and the
-        # filter set's, and its answer is the paginator's envelope around the declared item.
-        return (
-            self.method == "GET"
-            and getattr(self.view, "action", None) == "list"
-            and getattr(self.view, "pagination_class", None) is not None
-        )
+    """drf-spectacular's generator, through its public override points: every operation
+    declares its body and answers with ``@extend_schema``, and ``get_operation`` adds what
+    every operation of its kind shares (the request id header, the shared errors, a required
+    body) and the links of its answers."""
 
     def get_paginated_name(self, serializer_name: str) -> str:
-        # "FilePaged": as a shape's component is named (shape_name)
-        return serializer_name + shape_name(self._get_paginator().envelope)
+        # "FilePaged": as a shape's component is named (shape_name). Only a view with a
+        # paginator (DRF's GenericAPIView.paginator) has its answers paginated.
+        view: Any = self.view
+        return serializer_name + shape_name(view.paginator.envelope)
 
     def get_operation_id(self) -> str:
         # "<tag>_<handler>" (files_upload, files_replace_complete, identity_get): stable, unique
@@ -413,71 +446,72 @@ class AutoSchema(SpectacularAutoSchema):
         handler = getattr(self.view, "action", None) or self.method.lower()
         return f"{self.get_tags()[0]}_{handler}"
 
-    def _get_serializer(self) -> Any:
-        # Every operation declares its body and answers with @extend_schema; nothing is
-        # guessed from the view (our views have no serializer_class).
+    def get_request_serializer(self) -> Any:
+        # Nothing is guessed from the view (our views have no serializer_class): a body is
+        # what @extend_schema(request=...) declares, which replaces this method.
         return None
 
-    def _request_serializer_class(self) -> type[StrictSerializer] | None:
-        found = self.get_request_serializer()
-        cls = found if isinstance(found, type) else type(found)
-        return cls if issubclass(cls, StrictSerializer) else None
+    def get_response_serializers(self) -> Any:
+        # As get_request_serializer: the answers are @extend_schema(responses=...)'s.
+        return None
 
-    def _get_request_body(self, direction: Any = "request") -> Any:
-        body = super()._get_request_body(direction)
-        cls = self._request_serializer_class()
+    def get_operation(
+        self, path: str, path_regex: str, path_prefix: str, method: str, registry: Any
+    ) -> Schema | None:
+        operation: Schema | None = super().get_operation(
+            path, path_regex, path_prefix, method, registry
+        )
+        if operation is None:
+            return None
+        body = operation.get("requestBody")
+        cls = self.request_serializer_class()
         if body is not None and cls is not None and cls.body_required():
             # A body of required fields, or one that must name at least one field: an absent
             # body is refused, so the document says the body is required.
             body["required"] = True
-        return body
-
-    def _get_response_for_code(
-        self,
-        serializer: Any,
-        status_code: Any,
-        media_types: Any = None,
-        direction: Any = "response",
-    ) -> Schema:
-        if isinstance(serializer, ErrorResponse):
-            return {
-                "description": "Codes: " + ", ".join(f"`{c}`" for c in serializer.codes),
-                "headers": {**REQUEST_ID_HEADER, **ERROR_HEADERS.get(serializer.status, {})},
-                "content": {JSON: {"schema": self._error_ref()}},
-            }
-        if self._is_list_view():
-            # The component the paginator's envelope refers to (shape_ref)
-            self.resolve_serializer(self._get_paginator().pagination_shape, "response")
-        links = None
-        if isinstance(serializer, Links):
-            links, serializer = serializer.as_openapi(), serializer.response
-        result: Schema = super()._get_response_for_code(
-            serializer, status_code, media_types, direction
-        )
-        if direction == "response":  # not a webhook receiver's answer
-            result["headers"] = {**REQUEST_ID_HEADER, **result.get("headers", {})}
-        if links:
-            result["links"] = links
-        return result
-
-    def _error_ref(self) -> Schema:
-        shape: Any = errors.ErrorJson  # a shape, which ShapeExtension resolves
-        return dict(self.resolve_serializer(shape, "response").ref)
-
-    def _get_response_bodies(self, direction: Any = "response") -> Schema:
-        """The operation's declared answers, and the errors every operation of its kind
-        shares: 401/429/503 where a key is needed, 400 where a body or a query is read, 413
-        (``PAYLOAD_TOO_LARGE``) and 415 where a body is. (extend_schema replaces
-        get_response_serializers, so this is where they are added.)"""
-        result: Schema = super()._get_response_bodies(direction)
+        if self.method == "GET" and getattr(self.view, "action", None) == "list":
+            paginator = getattr(self.view, "paginator", None)
+            if paginator is not None:
+                # The component the paginator's envelope refers to (shape_ref)
+                self.resolve_serializer(paginator.pagination_shape, "response")
         declared = self.get_response_serializers()
-        if not isinstance(declared, dict) or direction != "response":
-            return result  # a webhook's (the receiver answers our request)
+        if not isinstance(declared, dict):
+            return operation
+        responses: Schema = operation["responses"]
+        for code, response in declared.items():
+            answer = responses[str(code)]
+            status_headers = (
+                ERROR_HEADERS.get(response.status, {})
+                if isinstance(response, ErrorResponse)
+                else {}
+            )
+            answer["headers"] = {**REQUEST_ID_HEADER, **status_headers, **answer.get("headers", {})}
+            if isinstance(response, Links) and response.targets:
+                answer["links"] = response.as_openapi()
+        for error in self.shared_errors(operation, declared):
+            responses[str(error.status)] = {
+                "description": error.description,
+                "headers": {**REQUEST_ID_HEADER, **ERROR_HEADERS.get(error.status, {})},
+                "content": {JSON: {"schema": self.error_ref()}},
+            }
+        operation["responses"] = dict(sorted(responses.items(), key=lambda item: int(item[0])))
+        return operation
+
+    def request_serializer_class(self) -> type[StrictSerializer] | None:
+        found = self.get_request_serializer()
+        cls = found if isinstance(found, type) else type(found)
+        return cls if issubclass(cls, StrictSerializer) else None
+
+    def shared_errors(self, operation: Schema, declared: dict[Any, Any]) -> list[ErrorResponse]:
+        """The errors every operation of its kind shares: 401/429/503 where a key is needed,
+        400 where a body or a query is read, 413 (``PAYLOAD_TOO_LARGE``) and 415 where a body
+        is, beside the operation's own."""
         codes = [
             code for r in declared.values() if isinstance(r, ErrorResponse) for code in r.codes
         ]
         has_body = self.method in ("POST", "PUT", "PATCH") and bool(self.get_request_serializer())
-        if has_body or self._has_query():
+        has_query = any(p.get("in") == "query" for p in operation.get("parameters", []))
+        if has_body or has_query:
             codes.append("VALIDATION_ERROR")
         if has_body:  # storage_service.middleware.RequestLimitsMiddleware
             codes.append("PAYLOAD_TOO_LARGE")
@@ -485,12 +519,14 @@ class AutoSchema(SpectacularAutoSchema):
             codes.extend(ALWAYS)
         if self.required_scope():
             codes.append("INSUFFICIENT_SCOPE")
-        errors = error_responses(*codes)
+        shared = error_responses(*codes)
         if has_body:
-            errors.append(ErrorResponse(415, ("VALIDATION_ERROR",)))
-        for error in errors:
-            result[str(error.status)] = self._get_response_for_code(error, str(error.status))
-        return dict(sorted(result.items(), key=lambda item: int(item[0])))
+            shared.append(ErrorResponse(415, ("VALIDATION_ERROR",)))
+        return shared
+
+    def error_ref(self) -> Schema:
+        shape: Any = errors.ErrorJson  # a shape, which ShapeExtension resolves
+        return dict(self.resolve_serializer(shape, "response").ref)
 
     def required_scope(self) -> str | None:
         return (self.get_extensions() or {}).get(SCOPE_EXTENSION)
@@ -499,13 +535,17 @@ class AutoSchema(SpectacularAutoSchema):
         """The key scheme, with the operation's scope as the requirement's role (OpenAPI 3.1
         allows roles for any scheme), as well as in ``x-required-scope``."""
         auth: list[dict[str, list[str]]] = super().get_auth()
+        if not (self.get_extensions() or {}).get(errors.UPLOAD_TOKEN_EXTENSION):
+            # An upload token is accepted only where the operation says so.
+            auth = [requirement for requirement in auth if UPLOAD_TOKEN not in requirement]
         needed = self.required_scope()
         if not needed:
             return auth
-        return [{name: [needed] for name in requirement} for requirement in auth]
-
-    def _has_query(self) -> bool:
-        return any(parameter.get("in") == "query" for parameter in self._get_parameters())
+        # Scopes are a key's; a token is bounded by its own fields instead.
+        return [
+            {name: [] if name == UPLOAD_TOKEN else [needed] for name in requirement}
+            for requirement in auth
+        ]
 
 
 def errors_of(*codes: str) -> dict[int, ErrorResponse]:
@@ -525,6 +565,20 @@ class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
             "description": "An API key: `Authorization: Bearer sk_test_…` or `sk_live_…`; a "
             "restricted key (`rk_test_…`, `rk_live_…`) may call only the operations whose "
             "`x-required-scope` it holds.",
+        }
+
+
+class UploadTokenAuthenticationScheme(OpenApiAuthenticationExtension):
+    target_class = "uploads.auth.UploadTokenAuthentication"
+    name = UPLOAD_TOKEN
+
+    def get_security_definition(self, auto_schema: Any) -> Schema:
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "An upload token, `Authorization: Bearer ut_…` (`POST "
+            "/v1/upload-tokens` mints one): only for the operations marked "
+            "`x-upload-token`, on the uploads it started, within its bounds.",
         }
 
 

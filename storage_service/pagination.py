@@ -11,17 +11,12 @@ tampered cursor, or one from another list or order, is a 400.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, TypeVar
 
 from django.core import signing
-from django.core.exceptions import EmptyResultSet, FullResultSet
-from django.db import connections
-from django.db.models import QuerySet
-from django.db.models.sql import Query
-from django.db.models.utils import create_namedtuple_class
+from django.db.models import Q, QuerySet
 from rest_framework import pagination, serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -139,16 +134,12 @@ class CursorPagination(pagination.CursorPagination):
         field = sort.lstrip("-")
         if field == tiebreak:  # one unique key: the cursor's id is its value
             return queryset.filter(**{f"{field}__{'lt' if descending else 'gt'}": row_id})
-        # Written as a row comparison: PostgreSQL turns ``(col, id) < (%s, %s)`` into one
-        # index range condition, where ``a < x OR (a = x AND id < y)`` is only a filter.
-        meta = queryset.model._meta
-        table = meta.db_table
-        column = meta.get_field(field).column
-        tie_column = meta.get_field(tiebreak).column
-        op = "<" if descending else ">"
-        return queryset.extra(
-            where=[f'("{table}"."{column}", "{table}"."{tie_column}") {op} (%s, %s)'],
-            params=[value, row_id],
+        # ``sort <= value`` (``>=`` ascending) bounds the index range scan where the last page
+        # ended; the rows of the same sort value are then told apart by the tie-break.
+        before, at_or_before = ("lt", "lte") if descending else ("gt", "gte")
+        return queryset.filter(
+            Q(**{f"{field}__{at_or_before}": value})
+            & (Q(**{f"{field}__{before}": value}) | Q(**{f"{tiebreak}__{before}": row_id}))
         )
 
     def get_paginated_response(self, data: Any) -> Response:
@@ -189,115 +180,7 @@ def _value(row: Any, name: str) -> Any:
     return row[name] if isinstance(row, dict) else getattr(row, name)
 
 
-@dataclass(frozen=True, slots=True)
-class _Statement:
-    """A page's statement as the ORM compiled it, and how its rows become named rows."""
-
-    sql: str
-    converters: list[tuple[int, tuple[list[Callable[..., Any]], Any]]]
-    row: type[NamedTuple]
-
-
-# Keyed by everything a simple query's statement is made of (see values_page), so an entry is
-# never wrong and never goes stale. None: a shape the ORM compiles each time.
-_STATEMENTS: dict[tuple[Any, ...], _Statement | None] = {}
-_STATEMENTS_MAX = 4096
-
-
 def values_page(queryset: QuerySet[Any], fields: tuple[str, ...], count: int) -> list[Any]:
-    """``list(queryset.values_list(*fields, named=True)[:count])``, the statement compiled by
-    the ORM once per shape of the query rather than on every request.
-
-    A page of a list is the same statement again and again with other values: compiling it
-    (the select list, the order, the filters) cost the ORM more than reading the rows. Of a
-    query on one table with no annotations, grouping or extra columns, the statement is made
-    of the table, ``fields``, the order, ``count`` and the WHERE clause, whose parameters are
-    the statement's only ones. So the WHERE clause is compiled on each request (its SQL is
-    part of the key, its parameters are bound) and the rest is the ORM's own statement,
-    compiled the first time the shape is seen; what does not fit is compiled each time.
-    """
-
-    def orm_page() -> QuerySet[Any]:  # the page as the ORM builds it, for what is not cached
-        return queryset.values_list(*fields, named=True)[:count]
-
-    query = queryset.query
-    connection = connections[queryset.db]
-    where: str | None = None
-    params: Sequence[Any] = ()
-    if _simple(query):
-        try:
-            where, params = query.get_compiler(connection=connection).compile(query.where)
-        except (EmptyResultSet, FullResultSet):
-            where = None
-    if where is None:
-        return list(orm_page())
-    key = (
-        connection.alias,
-        query.model,
-        fields,
-        tuple(query.order_by),
-        query.standard_ordering,
-        query.default_ordering,
-        count,
-        where,
-    )
-    if key in _STATEMENTS:
-        statement = _STATEMENTS[key]
-    else:
-        statement = _compiled(orm_page().query, connection, where, params, fields)
-        if len(_STATEMENTS) < _STATEMENTS_MAX:
-            _STATEMENTS[key] = statement
-    if statement is None:
-        return list(orm_page())
-    with connection.cursor() as cursor:
-        cursor.execute(statement.sql, params)
-        rows = cursor.fetchall()
-    converters = statement.converters
-    make = tuple.__new__
-    if not converters:
-        return [make(statement.row, row) for row in rows]
-    page_rows = []
-    for row in rows:
-        values = list(row)
-        for at, (functions, expression) in converters:
-            value = values[at]
-            for function in functions:
-                value = function(value, expression, connection)
-            values[at] = value
-        page_rows.append(make(statement.row, values))
-    return page_rows
-
-
-def _simple(query: Query) -> bool:
-    """One table, its own columns: no join, annotation, extra column, grouping, DISTINCT,
-    locking or slicing, so nothing but the WHERE clause brings parameters. (A filter on a
-    foreign key's column leaves the join it trimmed in the alias map, unused.)"""
-    refcount = query.alias_refcount
-    return (
-        all(not refcount[alias] for alias in list(query.alias_map)[1:])
-        and not query.annotations
-        and not query.extra
-        and not query.extra_tables
-        and not query.extra_order_by
-        and not query.values_select
-        and not query.distinct
-        and query.group_by is None
-        and not query.combinator
-        and not query.select_for_update
-        and query.low_mark == 0
-        and query.high_mark is None
-    )
-
-
-def _compiled(
-    page: Query, connection: Any, where: str, params: Sequence[Any], fields: tuple[str, ...]
-) -> _Statement | None:
-    """The ORM's statement for ``page``, if its WHERE clause is ``where`` and brings all of its
-    parameters (checked here, once per shape); else None."""
-    compiler = page.get_compiler(connection=connection)
-    sql, page_params = compiler.as_sql()
-    if list(page_params) != list(params) or f" WHERE {where} " not in sql:
-        return None
-    selected = [column for column, _, _ in compiler.select[: compiler.col_count]]
-    converters = list(compiler.get_converters(selected).items())
-    return _Statement(sql, converters, create_namedtuple_class(*fields))
+    """The first ``count`` rows of ``queryset`` as named rows of ``fields``: a list's page,
+    which costs a fraction of model instances."""
+    return list(queryset.values_list(*fields, named=True)[:count])

@@ -7,7 +7,7 @@ from the function that enforces it (storage_service/openapi.py), so the two cann
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, ClassVar, TypeVar
 
@@ -17,17 +17,6 @@ from storage_service.errors import ValidationError
 
 Schema = dict[str, Any]
 Clean = TypeVar("Clean", bound=Callable[..., Any])
-
-
-Copied = TypeVar("Copied")
-
-
-def shallow_copy(obj: Copied) -> Copied:
-    """``copy.copy(obj)`` for an instance of a plain class, made directly: copy.copy goes
-    through ``__reduce_ex__``, which costs several times the copy itself."""
-    clone = object.__new__(type(obj))
-    clone.__dict__.update(obj.__dict__)
-    return clone
 
 
 def with_schema(schema: Callable[[], Schema]) -> Callable[[Clean], Clean]:
@@ -54,13 +43,6 @@ class CleanedField(serializers.Field):
     def __init__(self, clean: Callable[[Any], Any], **kwargs: Any) -> None:
         self.clean = clean
         super().__init__(**kwargs)
-
-    def __deepcopy__(self, memo: Mapping[Any, Any]) -> CleanedField:
-        # Each serializer deep-copies its class's fields, then binds each copy to itself.
-        # DRF's deep copy builds the field again from deep copies of its arguments; the class's
-        # field is never bound or changed, so a shallow copy is the same field, made for a
-        # fraction of the cost.
-        return shallow_copy(self)
 
     def to_internal_value(self, data: Any) -> Any:
         return self.clean(data)
@@ -201,11 +183,6 @@ class StrictSerializer(serializers.Serializer):
         """Whether an absent body is refused."""
         required = any(field.required for field in cls().fields.values())
         return required or cls.min_fields > 0 or bool(cls.require_any)
-
-    def get_fields(self) -> dict[str, serializers.Field]:
-        # DRF's copy.deepcopy of the declared fields, field by field: each field's own
-        # __deepcopy__ makes the copy, without deepcopy's dispatch and memo around every one.
-        return {name: field.__deepcopy__({}) for name, field in self._declared_fields.items()}
 
     def to_internal_value(self, data: Any) -> Any:
         if not isinstance(data, dict):

@@ -10,12 +10,16 @@ from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
 
 from accounts.views import MeView, UsageView
+from delivery.resolve import resolve as delivery_resolve
+from delivery.views import DeliveryKeyViewSet, DeliveryUrlViewSet
 from events.views import EventViewSet
 from files.folderviews import FolderOperationViewSet
 from files.views import FileBatchViewSet, FileViewSet, FolderViewSet
 from jobs.views import JobViewSet
 from storage_service.errors import handler404 as handler404_view
 from storage_service.health import healthz, readyz
+from storage_service.home import home
+from uploads.tokenviews import UploadTokenViewSet
 from uploads.views import MultipartUploadViewSet
 from variants.views import VariantViewSet
 from webhooks.views import DeliveryViewSet, WebhookViewSet
@@ -27,6 +31,7 @@ uploads = MultipartUploadViewSet.as_view
 U = "v1/uploads/multipart/<str:upload_id>"
 webhooks = WebhookViewSet.as_view
 W = "v1/webhooks/<str:webhook_id>"
+keys = DeliveryKeyViewSet.as_view
 
 urlpatterns = [
     path("v1/me", MeView.as_view()),
@@ -51,6 +56,11 @@ urlpatterns = [
     path(U, uploads({"delete": "destroy"})),
     path(f"{U}/parts", uploads({"get": "list_parts", "post": "sign_parts"})),
     path(f"{U}/complete", uploads({"post": "complete"})),
+    path("v1/upload-tokens", UploadTokenViewSet.as_view({"get": "list", "post": "create"})),
+    path(
+        "v1/upload-tokens/<str:token_id>",
+        UploadTokenViewSet.as_view({"get": "retrieve", "delete": "destroy"}),
+    ),
     path(f"{F}/transform", variants({"post": "transform"})),
     path(f"{F}/variants", variants({"get": "list"})),
     path(f"{F}/variants/<str:variant_id>/download-url", variants({"post": "download_url"})),
@@ -63,9 +73,14 @@ urlpatterns = [
     path(f"{W}/rotate-secret", webhooks({"post": "rotate_secret"})),
     path("v1/events", EventViewSet.as_view({"get": "list"})),
     path("v1/events/<str:event_id>", EventViewSet.as_view({"get": "retrieve"})),
+    path("v1/delivery-keys", keys({"get": "list_keys", "post": "create_key"})),
+    path("v1/delivery-keys/<str:delivery_key_id>", keys({"delete": "revoke_key"})),
+    path(f"{F}/delivery-url", DeliveryUrlViewSet.as_view({"post": "sign_url"})),
+    path("d/<str:key_id>/<str:file_id>/<str:options>/<str:signature>", delivery_resolve),
     path("admin/", admin.site.urls),
     path("v1/openapi.json", SpectacularJSONAPIView.as_view(), name="openapi"),
     path("docs", SpectacularSwaggerView.as_view(url_name="openapi")),
+    path("", home),
     path("healthz", healthz),
     path("readyz", readyz),
 ]

@@ -130,3 +130,15 @@ def test_the_object_store_being_down_is_a_503_and_changes_nothing(
     assert response.status_code == 503
     assert response.json()["error"]["code"] == "STORAGE_UNAVAILABLE"
     assert owner.get(f"/v1/files/{file['id']}").json()["data"]["status"] == "pending"
+
+
+def test_options_names_the_route_and_its_media_types_without_a_form_of_its_fields(
+    owner: Actor,
+) -> None:
+    response = owner.client.options("/v1/files")
+    assert response.status_code == 200
+    assert response["Allow"] == "GET, HEAD, OPTIONS"
+    body = response.json()
+    assert set(body) == {"name", "description", "renders", "parses"}
+    assert body["renders"] == ["application/json"]
+    assert "application/json" in body["parses"]

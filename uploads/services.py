@@ -15,12 +15,14 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from accounts.grants import UploadGrant
 from accounts.tenancy import Tenant
 from events.models import Event
 from events.services import event_record
 from files.events import record_file_event
 from files.models import File, IdempotencyRecord, StoredObject
 from files.services.common import Verified, discard, publish, verify
+from files.services.grants import grant_admit, grant_recheck, grant_replay
 from files.services.idempotency import MULTIPART, idempotency_claim, idempotency_remember
 from files.services.limits import limits_check, storage_reserve
 from storage_service import objectstore
@@ -36,6 +38,7 @@ from storage_service.errors import (
     ValidationError,
 )
 from storage_service.timefmt import iso
+from uploads.auth import token_has_room
 from uploads.models import UploadSession
 from uploads.selectors import upload_get, upload_lock
 from uploads.sizing import PartPlan, plan_parts
@@ -80,6 +83,7 @@ def _upload_event(type: Event.Type, session: UploadSession, file: File, **extra:
             "partSize": session.part_size,
             "partCount": session.part_count,
             "expiresAt": iso(session.expires_at),
+            "uploadTokenId": file.upload_token_id,
             **extra,
         },
     )
@@ -139,9 +143,12 @@ def upload_start(
     expires_at: datetime | None = None,
     idempotency_key: str | None = None,
     request_hash: str = "",
+    grant: UploadGrant | None = None,
 ) -> StartedMultipart:
     """Create a pending file and an active session with a presigned URL for every part.
 
+    0. With an upload token's ``grant``: its bounds (files/services/grants.py) before
+       anything else, and its count of files in step 4's transaction.
     1. Refuse sizes above SERVICE_MAX_MULTIPART_UPLOAD_BYTES (413); choose the part size.
     2. With an Idempotency-Key already answered: replay that answer (same body) or refuse
        (another body), before touching the store.
@@ -153,6 +160,12 @@ def upload_start(
        be left behind at the store.
     5. Presign every part (pure CPU, after the commit).
     """
+    upload_token_id = None
+    if grant is not None:
+        admitted = grant_admit(
+            grant, path=path, size=size, content_type=content_type, metadata=metadata
+        )
+        path, metadata, upload_token_id = admitted.path, admitted.metadata, grant.token_id
     limit = settings.SERVICE_MAX_MULTIPART_UPLOAD_BYTES
     if size > limit:
         raise FileTooLarge(
@@ -171,7 +184,12 @@ def upload_start(
         with transaction.atomic():
             answered = claim()
         if answered is not None:
-            return _replay(answered)
+            replayed = _replay(answered)
+            grant_replay(grant, replayed.file)
+            return replayed
+    if grant is not None:
+        # Before the store's upload is started; the exact count is the claim below.
+        token_has_room(grant.token_id)
     plan = plan_parts(size)
     storage_key = objectstore.new_key(tenant.project_id)
     provider_upload_id = objectstore.multipart_start(key=storage_key, content_type=content_type)
@@ -182,6 +200,8 @@ def upload_start(
             if record is not None:
                 # Another request with this key won the race; ours is dropped below.
                 raise _Superseded
+            if grant is not None:
+                grant.claim()
             storage_reserve(tenant=tenant, limits=limits, size=size)
             # No upload_expires_at: the single-upload expiry sweep must leave this object
             # alone; the session's own expiry governs it.
@@ -201,6 +221,7 @@ def upload_start(
                 metadata=metadata,
                 expires_at=expires_at,
                 current_object=stored,
+                upload_token_id=upload_token_id,
             )
             session = UploadSession.objects.create(
                 **tenant.owner(),
@@ -230,7 +251,9 @@ def upload_start(
         except StorageUnavailable:
             logger.warning("could not abort the store upload of failed session start")
         if isinstance(exc, _Superseded) and record is not None:
-            return _replay(record)
+            superseded = _replay(record)
+            grant_replay(grant, superseded.file)
+            return superseded
         raise
     parts = _presign(session, list(range(1, plan.part_count + 1)))
     return StartedMultipart(file=file, session=session, parts=parts)
@@ -466,7 +489,7 @@ def upload_complete(*, tenant: Tenant, upload_id: str, parts: list[tuple[int, st
                 raise ended from refused
     outcome: Verified | ApiError | None = None  # None: the store lost the upload
     if assembled or objectstore.head(key) is not None:
-        outcome = verify(stored)
+        outcome = grant_recheck(file, stored, verify(stored))
 
     refusal: ApiError | None = None
     with transaction.atomic():

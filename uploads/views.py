@@ -7,9 +7,9 @@ from rest_framework import viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from accounts.context import tenant_of
+from accounts.context import tenant_of, upload_grant_of
 from accounts.scopes import scope
-from files.links import file_links
+from files.openapi import file_links
 from files.serializers import file_json
 from files.shapes import FileJson
 from storage_service.idempotency import (
@@ -31,6 +31,7 @@ from uploads.serializers import (
     started_json,
 )
 from uploads.shapes import HeldPartsJson, MultipartStartedJson, SignedPartsJson, UploadAbortedJson
+from uploads.tokens import session_owned
 
 UPLOAD_ID = path_id("upload_id", "upload")
 SESSION_OPERATIONS = (
@@ -44,7 +45,7 @@ NOT_FOUND = ("UPLOAD_NOT_FOUND",)
 
 class MultipartUploadViewSet(viewsets.ViewSet):
     @extend_schema(
-        extensions=scope("files:write"),
+        extensions=scope("files:write", upload_token=True),
         tags=["uploads"],
         summary="Start a multipart upload",
         description="Creates a pending file and an upload session with a presigned PUT for "
@@ -66,6 +67,9 @@ class MultipartUploadViewSet(viewsets.ViewSet):
                 "CONTENT_TYPE_NOT_ALLOWED",
                 "IDEMPOTENCY_KEY_REUSED",
                 "STORAGE_UNAVAILABLE",
+                "PATH_NOT_ALLOWED",
+                "UPLOAD_TOKEN_EXHAUSTED",
+                "ORIGIN_NOT_ALLOWED",
             ),
         },
     )
@@ -81,6 +85,7 @@ class MultipartUploadViewSet(viewsets.ViewSet):
             expires_at=body.get("expires_at"),
             idempotency_key=idempotency_key(request),
             request_hash=request_fingerprint(request.data),
+            grant=upload_grant_of(request),
         )
         answer: Data[MultipartStartedJson] = {"data": started_json(started)}
         response = Response(answer, status=201)
@@ -89,7 +94,7 @@ class MultipartUploadViewSet(viewsets.ViewSet):
         return response
 
     @extend_schema(
-        extensions=scope("files:write"),
+        extensions=scope("files:write", upload_token=True),
         tags=["uploads"],
         summary="Fresh presigned PUT URLs for some parts of an active upload",
         parameters=[UPLOAD_ID],
@@ -98,6 +103,7 @@ class MultipartUploadViewSet(viewsets.ViewSet):
     )
     def sign_parts(self, request: Request, upload_id: str) -> Response:
         body = validated(SignPartsRequest, request.data)
+        session_owned(upload_grant_of(request), upload_id)
         parts = services.upload_sign_parts(
             tenant=tenant_of(request), upload_id=upload_id, part_numbers=body["partNumbers"]
         )
@@ -105,7 +111,7 @@ class MultipartUploadViewSet(viewsets.ViewSet):
         return Response(answer)
 
     @extend_schema(
-        extensions=scope("files:read"),
+        extensions=scope("files:read", upload_token=True),
         tags=["uploads"],
         summary="The parts the store holds for an active upload, in part order",
         parameters=[UPLOAD_ID],
@@ -115,12 +121,13 @@ class MultipartUploadViewSet(viewsets.ViewSet):
         },
     )
     def list_parts(self, request: Request, upload_id: str) -> Response:
+        session_owned(upload_grant_of(request), upload_id)
         held = services.upload_parts_held(tenant=tenant_of(request), upload_id=upload_id)
         answer: Data[HeldPartsJson] = {"data": held_parts_json(held)}
         return Response(answer)
 
     @extend_schema(
-        extensions=scope("files:write"),
+        extensions=scope("files:write", upload_token=True),
         tags=["uploads"],
         summary="Assemble the parts, verify the object and mark the file uploaded",
         description="Checks, in this order, and changes nothing when it refuses: the body; "
@@ -146,6 +153,7 @@ class MultipartUploadViewSet(viewsets.ViewSet):
     )
     def complete(self, request: Request, upload_id: str) -> Response:
         body = validated(CompleteRequest, request.data)
+        session_owned(upload_grant_of(request), upload_id)
         file = services.upload_complete(
             tenant=tenant_of(request), upload_id=upload_id, parts=body["parts"]
         )
@@ -153,7 +161,7 @@ class MultipartUploadViewSet(viewsets.ViewSet):
         return Response(answer)
 
     @extend_schema(
-        extensions=scope("files:write"),
+        extensions=scope("files:write", upload_token=True),
         tags=["uploads"],
         summary="Abort an upload (the store drops its parts); aborting twice is a success",
         description="The file becomes `failed`. A completed session cannot be aborted (409 "
@@ -165,6 +173,7 @@ class MultipartUploadViewSet(viewsets.ViewSet):
         },
     )
     def destroy(self, request: Request, upload_id: str) -> Response:
+        session_owned(upload_grant_of(request), upload_id)
         session = services.upload_abort(tenant=tenant_of(request), upload_id=upload_id)
         answer: Data[UploadAbortedJson] = {"data": {"id": session.id, "aborted": True}}
         return Response(answer)

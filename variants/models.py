@@ -6,7 +6,7 @@ from django.db.models import Q
 from accounts.models import Project, mode_field
 from accounts.tenancy import Tenant
 from files.models import File, StoredObject
-from storage_service.fields import public_id_field
+from storage_service.model_fields import public_id_field
 
 
 class VariantQuerySet(models.QuerySet["Variant"]):

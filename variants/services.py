@@ -21,7 +21,7 @@ from accounts.services import bandwidth_record
 from accounts.tenancy import Tenant
 from events.models import Event
 from files.events import record_file_event
-from files.models import File, StoredObject
+from files.models import File, FileVersion, StoredObject
 from files.selectors import file_get
 from files.services.common import Status, discard, lock_file
 from storage_service import objectstore
@@ -30,6 +30,7 @@ from storage_service.errors import (
     FileNotUploaded,
     NotProcessable,
     StorageUnavailable,
+    ValidationError,
     VariantLimitReached,
     VariantNotFound,
     VariantNotReady,
@@ -38,6 +39,7 @@ from storage_service.timefmt import iso
 from variants import imaging
 from variants.imaging import ELIGIBLE_TYPES, ImageRejected, Params
 from variants.models import Variant
+from variants.placeholder import placeholder_of
 from variants.selectors import variant_of
 from variants.serializers import variant_json
 
@@ -100,7 +102,11 @@ def variant_get_or_create(
 
 def thumbnail_schedule(*, file: File, stored: StoredObject, version: int) -> None:
     """files' ``version_published``, inside the publishing transaction: an eligible image
-    (judged by its sniffed bytes) gets its thumbnail variant, made after commit."""
+    (judged by its sniffed bytes) gets its thumbnail variant, made after commit. The previous
+    version's placeholder goes: the new thumbnail brings the new one."""
+    if file.placeholder is not None:
+        file.placeholder = None
+        File.objects.filter(id=file.id).update(placeholder=None)
     if stored.sniffed_type in ELIGIBLE_TYPES:
         variant_get_or_create(
             file=file, version=version, source_object_id=stored.id, params=THUMBNAIL
@@ -122,42 +128,62 @@ def variants_discard_outputs(*, file: File) -> None:
 # --- Requests ------------------------------------------------------------------------------
 
 
-def variant_transform(*, tenant: Tenant, file_id: str, params: Params) -> Variant:
-    """Ask for a variant of the file's current version; identical parameters give the same
-    variant and no new work (the file row's lock serialises two identical requests)."""
+def check_processable(*, sniffed_type: str | None, size: int) -> None:
+    """Refuse (NOT_PROCESSABLE) a source that is not an eligible image of at most
+    SERVICE_VARIANT_MAX_SOURCE_BYTES."""
+    if sniffed_type not in ELIGIBLE_TYPES:
+        found = sniffed_type or "not a recognisable image"
+        raise NotProcessable(
+            f"Variants are made from JPEG, PNG, WebP, AVIF, GIF and TIFF images; "
+            f"the stored bytes are {found}.",
+            details={"detectedType": sniffed_type},
+        )
+    limit = settings.SERVICE_VARIANT_MAX_SOURCE_BYTES
+    if size > limit:
+        raise NotProcessable(
+            f"The file is {size} bytes; variants are made from originals of at most {limit} bytes.",
+            details={"size": size, "maxSourceBytes": limit},
+        )
+
+
+def variant_transform(
+    *, tenant: Tenant, file_id: str, params: Params, version: int | None = None
+) -> Variant:
+    """Ask for a variant of the file's current version (or of ``version``, one it published:
+    a delivery URL's pin); identical parameters give the same variant and no new work (the
+    file row's lock serialises two identical requests)."""
     with transaction.atomic():
         file = lock_file(tenant, file_id)
         if file.status != Status.UPLOADED:
             raise FileNotUploaded(f"The file is {file.status}; only an uploaded file has variants.")
-        if file.sniffed_type not in ELIGIBLE_TYPES:
-            found = file.sniffed_type or "not a recognisable image"
-            raise NotProcessable(
-                f"Variants are made from JPEG, PNG, WebP, AVIF, GIF and TIFF images; "
-                f"the stored bytes are {found}.",
-                details={"detectedType": file.sniffed_type},
+        source_id, sniffed_type, size = file.current_object_id, file.sniffed_type, file.size
+        if version is None or version == file.version:
+            version = file.version
+        else:
+            published = (
+                FileVersion.objects.select_related("stored_object")
+                .filter(file=file, version=version)
+                .first()
             )
-        limit = settings.SERVICE_VARIANT_MAX_SOURCE_BYTES
-        if file.size > limit:
-            raise NotProcessable(
-                f"The file is {file.size} bytes; variants are made from originals of at most "
-                f"{limit} bytes.",
-                details={"size": file.size, "maxSourceBytes": limit},
-            )
-        existing = Variant.objects.filter(file=file, version=file.version)
+            if published is None:
+                raise ValidationError(
+                    f"The file never had version {version}.", details={"version": ["Unknown."]}
+                )
+            source_id = published.stored_object_id
+            sniffed_type, size = published.stored_object.sniffed_type, published.size
+        check_processable(sniffed_type=sniffed_type, size=size)
+        existing = Variant.objects.filter(file=file, version=version)
         if not existing.filter(label=params.label).exists():
             # Counted under the file's lock, so two new requests at once cannot both pass.
             cap = settings.SERVICE_VARIANT_MAX_PER_VERSION
             if existing.count() >= cap:
                 raise VariantLimitReached(
-                    f"Version {file.version} of the file already has {cap} variants, the most "
+                    f"Version {version} of the file already has {cap} variants, the most "
                     f"a version may have; ask again for one of them, or replace the file.",
-                    details={"fileVersion": file.version, "limit": cap},
+                    details={"fileVersion": version, "limit": cap},
                 )
         variant, _ = variant_get_or_create(
-            file=file,
-            version=file.version,
-            source_object_id=file.current_object_id,
-            params=params,
+            file=file, version=version, source_object_id=source_id, params=params
         )
         return variant
 
@@ -265,6 +291,8 @@ def variant_process(*, variant_id: str) -> Outcome:
         logger.exception("variant %s: unexpected error while rendering", variant_id)
         return _fail(variant_id, claim, "The image could not be processed.")
 
+    # The thumbnail's ThumbHash, made here, outside the transaction that records it.
+    placeholder = placeholder_of(rendered.data) if variant.label == THUMBNAIL.label else None
     output = _reserve_output(variant_id, claim, rendered.content_type, len(rendered.data))
     if output is None:
         return Outcome("skipped")
@@ -278,7 +306,7 @@ def variant_process(*, variant_id: str) -> Outcome:
         return _fail(
             variant_id, claim, _took_too_long(settings.SERVICE_VARIANT_SOFT_TIME_LIMIT_SECONDS)
         )
-    return _finish(variant_id, claim, output, rendered, etag)
+    return _finish(variant_id, claim, output, rendered, etag, placeholder)
 
 
 def _took_too_long(seconds: int) -> str:
@@ -357,7 +385,12 @@ def _reserve_output(
 
 
 def _finish(
-    variant_id: str, claim: str, output: StoredObject, rendered: imaging.Rendered, etag: str
+    variant_id: str,
+    claim: str,
+    output: StoredObject,
+    rendered: imaging.Rendered,
+    etag: str,
+    placeholder: str | None,
 ) -> Outcome:
     with transaction.atomic():
         locked = _locked(variant_id, claim)
@@ -377,6 +410,9 @@ def _finish(
         variant.size = len(rendered.data)
         variant.finished_at = timezone.now()
         variant.save()
+        if placeholder is not None and variant.version == file.version:
+            # The file's current thumbnail: its placeholder shows in every file object.
+            File.objects.filter(id=file.id).update(placeholder=placeholder)
         _record(Event.Type.FILE_PROCESSED, file, variant)
         return Outcome("ready")
 

@@ -10,7 +10,7 @@ from rest_framework.response import Response
 
 from accounts.context import tenant_of
 from accounts.scopes import scope
-from files.links import FILE_ID
+from files.openapi import FILE_ID
 from files.selectors import file_get
 from files.serializers import DownloadUrlRequest, download_url_json
 from files.shapes import DownloadUrlJson

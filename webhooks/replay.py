@@ -32,7 +32,7 @@ from django.utils import timezone
 from accounts.tenancy import Tenant
 from storage_service.celery import app
 from storage_service.errors import ValidationError
-from storage_service.ids import new_id_sql
+from storage_service.ids import new_id
 from webhooks.models import Endpoint, Replay
 from webhooks.selectors import endpoint_get
 from webhooks.services import drain_start
@@ -59,8 +59,8 @@ WITH picked AS (
 ), made AS (
     INSERT INTO webhooks_delivery
         (id, endpoint_id, event_id, status, attempts, created_at, next_attempt_at)
-    SELECT {new_id_sql("dl", "p.random_hex")}, %(endpoint)s, p.id, 'PENDING', 0, now(), now()
-    FROM (SELECT id, replace(gen_random_uuid()::text, '-', '') AS random_hex FROM picked) AS p
+    SELECT (%(ids)s::text[])[p.n], %(endpoint)s, p.id, 'PENDING', 0, now(), now()
+    FROM (SELECT id, row_number() OVER (ORDER BY created_at, id) AS n FROM picked) AS p
     RETURNING id
 ), last AS (
     SELECT created_at, id FROM picked ORDER BY created_at DESC, id DESC LIMIT 1
@@ -218,6 +218,7 @@ def _make_batch(replay: Replay) -> Step:
         "after_at": replay.after_created_at or replay.since,
         "after_id": replay.after_event_id,
         "n": size,
+        "ids": [new_id("dl") for _ in range(size)],  # one per event the batch may pick
     }
     with connection.cursor() as cursor:
         cursor.execute(_BATCH, params)

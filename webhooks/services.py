@@ -7,6 +7,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
@@ -26,7 +27,7 @@ from storage_service.errors import (
     WebhookLimitReached,
     WebhookNotFound,
 )
-from storage_service.ids import id_parts_sql, looks_like_id, new_id_spelled_sql, new_id_sql
+from storage_service.ids import looks_like_id, new_id
 from webhooks.models import Delivery, Endpoint
 from webhooks.network import UrlRefused, validate_webhook_url
 from webhooks.selectors import endpoint_get
@@ -42,29 +43,28 @@ DRAIN_TASK = "webhooks.tasks.drain_project"
 MAX_ENDPOINTS_PER_PROJECT = 20
 
 
-# Every API change that records an event pays for this (events/services.py), so the
-# deliveries are written in its statement: a delivery per subscribed endpoint (ids made here,
-# one per possible endpoint), after the ``event`` CTE. The first attempt is due at the
-# database's now(), the clock every due-time comparison uses, so an API host's clock cannot
-# delay it. Parameters: the event's id, now, the project, the mode, the type.
-_DELIVERIES_SQL = """, deliveries AS (
-    INSERT INTO webhooks_delivery
-        (id, endpoint_id, event_id, status, attempts, created_at, next_attempt_at)
-    SELECT {delivery_id}, e.id, %s, 'PENDING', 0, %s, now()
-    FROM (
-        -- A random UUID per endpoint found (a volatile output keeps this subquery apart):
-        -- each delivery's id is made here, only for the endpoints there are.
-        SELECT e.id, replace(gen_random_uuid()::text, '-', '') AS random_hex
-        FROM webhooks_endpoint AS e
-        WHERE e.project_id = %s AND e.mode = %s AND e.status = 'ACTIVE'
-          AND (e.events IS NULL OR %s = ANY(e.events))
-    ) AS e
-    RETURNING id
-)"""
+# The deliveries of events (ids made here, by new_id): one row per (id, endpoint, event) of
+# the three arrays. An endpoint deleted since it was found is skipped, not an error.
+_DELIVERIES_SQL = """
+INSERT INTO webhooks_delivery
+    (id, endpoint_id, event_id, status, attempts, created_at, next_attempt_at)
+SELECT d.id, d.endpoint_id, d.event_id, 'PENDING', 0, %s, now()
+FROM unnest(%s::text[], %s::text[], %s::text[]) AS d(id, endpoint_id, event_id)
+WHERE EXISTS (SELECT 1 FROM webhooks_endpoint AS e WHERE e.id = d.endpoint_id)
+"""
 
 
-# Made as new_id("dl") makes them (tests/webhooks compare the two).
-_DELIVERY_ID_SQL = new_id_sql("dl", "e.random_hex")
+def _deliveries_insert(
+    cursor: Any, *, events: Sequence[str], endpoints: Sequence[str], now: datetime
+) -> list[str]:
+    """A PENDING delivery, due now, of each event to each endpoint; their ids, in order."""
+    pairs = [(event_id, endpoint_id) for event_id in events for endpoint_id in endpoints]
+    ids = [new_id("dl") for _ in pairs]
+    cursor.execute(
+        _DELIVERIES_SQL,
+        [now, ids, [endpoint for _, endpoint in pairs], [event for event, _ in pairs]],
+    )
+    return ids
 
 
 def enqueue(ids: Sequence[str], *, eta: datetime | None = None) -> None:
@@ -268,26 +268,7 @@ def delivery_redeliver(*, tenant: Tenant, webhook_id: str, delivery_id: str) -> 
     return delivery
 
 
-# --- Many events in one statement (a job's batch) ----------------------------------------
-
-# events_record_rows's deliveries: one per event of the ``event`` CTE and subscribed endpoint
-# of the tenant, ids spelled as the events' are (events/services.py). Parameters: now, the
-# project, the mode, the type.
-_ROWS_DELIVERIES_SQL = """, deliveries AS (
-    INSERT INTO webhooks_delivery
-        (id, endpoint_id, event_id, status, attempts, created_at, next_attempt_at)
-    SELECT {delivery_id}, e.id, e.event_id, 'PENDING', 0, %s, now()
-    FROM (
-        SELECT e.*, {delivery_id_parts} FROM (
-            SELECT e.id, event.id AS event_id,
-                replace(gen_random_uuid()::text, '-', '') AS random_hex
-            FROM event CROSS JOIN webhooks_endpoint AS e
-            WHERE e.project_id = %s AND e.mode = %s AND e.status = 'ACTIVE'
-              AND (e.events IS NULL OR %s = ANY(e.events))
-        ) AS e
-    ) AS e
-    RETURNING id
-)"""
+# --- What recording an event writes for webhooks (events/outbox.py) ----------------------
 
 # Retention (events_delete_expired) deletes an old event's deliveries through the
 # delivery_event index. A delivery still PENDING (a redeliver of an old one) is kept, and its
@@ -297,6 +278,23 @@ _DELETE_DELIVERIES = """
 DELETE FROM webhooks_delivery WHERE event_id = ANY(%(ids)s) AND status <> 'PENDING'
 """
 _KEEPS_EVENT = "EXISTS (SELECT 1 FROM webhooks_delivery AS d WHERE d.event_id = e.id)"
+
+
+# The endpoints of the tenant subscribed to an event's type, selected in the statement that
+# records the event. Parameters: the project, the mode, the type.
+_SUBSCRIBERS_SQL = """ARRAY(
+    SELECT e.id FROM webhooks_endpoint AS e
+    WHERE e.project_id = %s AND e.mode = %s AND e.status = 'ACTIVE'
+      AND (e.events IS NULL OR %s = ANY(e.events))
+    ORDER BY e.id
+)"""
+
+
+def _deliveries_write(
+    cursor: Any, events: Sequence[str], endpoints: Sequence[str], now: datetime
+) -> list[str]:
+    """The follower's write: a delivery of each recorded event to each subscribed endpoint."""
+    return _deliveries_insert(cursor, events=events, endpoints=endpoints, now=now)
 
 
 def _send_recorded(ids: Sequence[str]) -> None:
@@ -311,13 +309,9 @@ def _drain_recorded(project_id: str) -> None:
 
 # What recording an event writes for webhooks (registered by webhooks/apps.py).
 FOLLOWER = outbox.Follower(
-    one_ctes=_DELIVERIES_SQL.format(delivery_id=_DELIVERY_ID_SQL),
-    one_result="ARRAY(SELECT id FROM deliveries)",
+    subscribers=_SUBSCRIBERS_SQL,
+    write=_deliveries_write,
     one_after_commit=_send_recorded,
-    rows_ctes=_ROWS_DELIVERIES_SQL.format(
-        delivery_id=new_id_spelled_sql("dl", "e"), delivery_id_parts=id_parts_sql("e.random_hex")
-    ),
-    rows_result="(SELECT count(*) FROM deliveries)",
     rows_after_commit=_drain_recorded,
     retention_delete=_DELETE_DELIVERIES,
     retention_keeps=_KEEPS_EVENT,

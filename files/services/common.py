@@ -83,9 +83,8 @@ def lock_file(tenant: Tenant, file_id: str, *, include_deleted: bool = False) ->
     return file
 
 
-def new_object(tenant: Tenant, *, content_type: str, size: int, save: bool = True) -> StoredObject:
-    """A pending stored object for a presigned PUT; saved unless the caller inserts it
-    itself (save=False: the one-statement upload start)."""
+def new_object(tenant: Tenant, *, content_type: str, size: int) -> StoredObject:
+    """A saved pending stored object for a presigned PUT."""
     ttl = settings.SERVICE_UPLOAD_URL_TTL_SECONDS
     stored = StoredObject(
         **tenant.owner(),
@@ -94,8 +93,7 @@ def new_object(tenant: Tenant, *, content_type: str, size: int, save: bool = Tru
         declared_size=size,
         upload_expires_at=timezone.now() + timedelta(seconds=ttl),
     )
-    if save:
-        stored.save(force_insert=True)
+    stored.save(force_insert=True)
     return stored
 
 

@@ -7,7 +7,7 @@
 Each is one SQL statement over the files its caller selects (one file by id, a folder job's
 next batch, the sweep's due files): it locks them, keeps only those in the state the
 transition starts from (re-checked under the lock), changes them, and writes each one's event
-through webhooks' outbox (``events_record_rows``). So one file and a job's thousand are changed
+through the events outbox (``events_record_rows``). So one file and a job's thousand are changed
 by the same words, and the paths differ only where the guide says they do: a folder job adds
 ``jobId`` to each event, and the sweep's event is ``file.expired`` with ``expiresAt``.
 """
@@ -34,10 +34,13 @@ RESTORABLE = "f.status = 'deleted' AND f.purged_at IS NULL AND o.state <> 'purge
 NOT_DELETED = "f.status <> 'deleted'"
 
 # The columns every file event's data is built from (files/events.py's file_event_data).
-_CHANGED = "f.id, f.filename, f.path, f.content_type, f.size, f.version, f.status"
+_CHANGED = (
+    "f.id, f.filename, f.path, f.content_type, f.size, f.version, f.status, f.upload_token_id"
+)
 _FILE_DATA = (
     "jsonb_build_object('fileId', r.id, 'filename', r.filename, 'path', r.path,"
-    " 'contentType', r.content_type, 'size', r.size, 'version', r.version, 'status', r.status)"
+    " 'contentType', r.content_type, 'size', r.size, 'version', r.version, 'status', r.status,"
+    " 'uploadTokenId', r.upload_token_id)"
 )
 # The API's timestamp format (storage_service/timefmt.py's iso): milliseconds, truncated.
 _ISO = "to_char({} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"

@@ -15,6 +15,7 @@ an answer).
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import IO, TYPE_CHECKING, Any, cast
@@ -153,27 +154,21 @@ def signed_get_url(
     key: str,
     signed_at: datetime,
     expires_in: int,
-    content_disposition: str | None = None,
-    content_type: str | None = None,
-    cache_control: str | None = None,
+    response_headers: Mapping[str, str] | None = None,
 ) -> str:
     """A presigned GET of ``key`` signed at ``signed_at`` (not the clock), valid for
-    ``expires_in`` seconds from it, answering with the given Content-Disposition, Content-Type
-    and Cache-Control instead of the stored ones (each left as stored when None).
+    ``expires_in`` seconds from it, whose answer carries ``response_headers`` (S3's
+    ``response-content-type``, ``response-content-disposition``, ``response-cache-control``
+    and the other ``response-*`` overrides) instead of the stored ones.
 
     The same arguments give the same URL (as long as the credentials are the same ones), so
     URLs whose ``signed_at`` is rounded to a window are cacheable: see sigv4.get_url.
     """
-    overrides = {
-        "response-cache-control": cache_control,
-        "response-content-disposition": content_disposition,
-        "response-content-type": content_type,
-    }
     return sigv4.get_url(
         storage().signing_scope,
         key=key,
         expires_in=expires_in,
-        overrides={name: value for name, value in overrides.items() if value is not None},
+        overrides=dict(response_headers or {}),
         now=signed_at,
     )
 

@@ -59,9 +59,9 @@ def database_from_url(url: str) -> dict[str, object]:
         # Persistent connections: the API answers most requests with two or three queries, so
         # a fresh connection per request would dominate latency.
         "CONN_MAX_AGE": env_int("DATABASE_CONN_MAX_AGE", 60, minimum=0),
-        # A reused connection is checked at the start of each request, so one that PostgreSQL
-        # closed (a restart, a failover) is replaced instead of failing a request: by its
-        # socket in the API (storage_service/dbhealth.py), by Django's SELECT 1 elsewhere.
+        # A reused connection is checked (Django's SELECT 1) before a request's first query,
+        # so one that PostgreSQL closed (a restart, a failover) is replaced instead of
+        # failing the request.
         "CONN_HEALTH_CHECKS": True,
         "OPTIONS": options,
     }
@@ -91,12 +91,15 @@ INSTALLED_APPS = [
     "uploads",
     "variants",
     "webhooks",
+    "delivery",
 ]
 
 MIDDLEWARE = [
     "storage_service.middleware.RequestIdMiddleware",
     # Inside the request id (it logs it), outside everything else (it times all of it).
     "storage_service.logs.RequestLogMiddleware",
+    # Upload tokens' CORS (answers their preflights itself); API keys never get CORS headers.
+    "storage_service.cors.UploadTokenCorsMiddleware",
     # Before anything reads the body or the query: an oversized body is refused unread (413),
     # a query string that is not UTF-8 with 400.
     "storage_service.middleware.RequestLimitsMiddleware",
@@ -313,7 +316,11 @@ CELERY_TASK_ROUTES = {"webhooks.tasks.*": {"queue": SERVICE_WEBHOOK_QUEUE}}
 
 # --- DRF ---------------------------------------------------------------------------------
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.auth.ApiKeyAuthentication"],
+    # Upload tokens (ut_…) first: it answers only for them and leaves API keys to the next.
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "uploads.auth.UploadTokenAuthentication",
+        "accounts.auth.ApiKeyAuthentication",
+    ],
     # In order: 401 without a key, then 403 INSUFFICIENT_SCOPE, before throttling counts it.
     "DEFAULT_PERMISSION_CLASSES": ["accounts.auth.HasProject", "accounts.scopes.HasScope"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
@@ -328,7 +335,7 @@ REST_FRAMEWORK = {
     "DEFAULT_FILTER_BACKENDS": ["storage_service.filtering.FilterBackend"],
     "DEFAULT_THROTTLE_CLASSES": ["accounts.throttling.ApiKeyRateThrottle"],
     "DEFAULT_SCHEMA_CLASS": "storage_service.openapi.AutoSchema",
-    "DEFAULT_METADATA_CLASS": "storage_service.metadata.Metadata",
+    "DEFAULT_METADATA_CLASS": "storage_service.options_metadata.OptionsMetadata",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "File storage service",
@@ -355,7 +362,10 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": False,
     "COMPONENT_SPLIT_PATCH": False,
     # Enums stay where the shapes declare them (no generated "StatusEnum" components).
-    "POSTPROCESSING_HOOKS": ["storage_service.openapi.add_unversioned_paths"],
+    "POSTPROCESSING_HOOKS": [
+        "storage_service.openapi.add_unversioned_paths",
+        "delivery.openapi.add_delivery_path",
+    ],
     "WEBHOOKS": ["webhooks.shapes.EVENT_WEBHOOK"],
     "ENUM_GENERATE_CHOICE_DESCRIPTION": False,
     "SWAGGER_UI_DIST": "SIDECAR",
@@ -583,3 +593,25 @@ CELERY_BEAT_SCHEDULE["sweep-jobs"] = {
     "task": "jobs.tasks.sweep_jobs",
     "schedule": env_int("SERVICE_JOB_SWEEP_INTERVAL_SECONDS", 30, minimum=1),
 }
+
+
+# --- Delivery to the web (delivery/) -------------------------------------------------------
+# Where delivery URLs live (``{base}/d/…``); empty: on the API's own host.
+SERVICE_DELIVERY_BASE_URL = env_str("SERVICE_DELIVERY_BASE_URL", "")
+# A delivery URL answers the very same Location for this long (its presigned URL lives two
+# windows), so caches of the store's answers hit.
+SERVICE_DELIVERY_WINDOW_SECONDS = env_int(
+    "SERVICE_DELIVERY_WINDOW_SECONDS", 3600, minimum=60, maximum=302_400
+)
+# The longest a redirect of an unpinned URL may be cached: a replace shows within it.
+SERVICE_DELIVERY_CURRENT_MAX_AGE = env_int("SERVICE_DELIVERY_CURRENT_MAX_AGE", 60, minimum=0)
+# An on-demand variant is waited for this long in all, one hold at a time (a request thread
+# is held at most one hold; then the client is sent back to the same URL).
+SERVICE_DELIVERY_TRANSFORM_WAIT_SECONDS = env_int(
+    "SERVICE_DELIVERY_TRANSFORM_WAIT_SECONDS", 10, minimum=0
+)
+SERVICE_DELIVERY_TRANSFORM_HOLD_MS = env_int(
+    "SERVICE_DELIVERY_TRANSFORM_HOLD_MS", 1000, minimum=0, maximum=10_000
+)
+# Resolutions per project per minute, over every API process (Redis); 0 turns it off.
+SERVICE_DELIVERY_RATE_PER_MINUTE = env_int("SERVICE_DELIVERY_RATE_PER_MINUTE", 60_000, minimum=0)

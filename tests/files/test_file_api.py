@@ -146,7 +146,7 @@ def test_upload_answer_has_the_contract_shape(owner: Actor) -> None:
     assert set(body["upload"]) == {"url", "method", "headers", "expiresAt"}
     assert set(body["file"]) == {
         "id", "filename", "path", "contentType", "size", "status", "version", "metadata",
-        "createdAt", "updatedAt", "expiresAt",
+        "createdAt", "updatedAt", "expiresAt", "placeholder", "uploadTokenId",
     }  # fmt: skip
     assert body["file"]["version"] == 1
     assert body["file"]["expiresAt"] is None

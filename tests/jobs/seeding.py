@@ -13,7 +13,7 @@ from django.utils import timezone
 from files.models import File, StoredObject
 from jobs.models import Job
 from jobs.services import job_run
-from storage_service.ids import new_id, new_id_sql
+from storage_service.ids import new_id
 from tests.factories import Actor
 
 
@@ -87,12 +87,16 @@ def seed_folder_sql(actor: Actor, path: str, count: int) -> None:
             INSERT INTO files_file (id, project_id, mode, filename, path, content_type, size,
                 status, version, checksum, current_object_id, created_at, updated_at,
                 uploaded_at, status_before_delete)
-            SELECT {file_id}, %(project)s, %(mode)s, 'f' || o.id || '.txt', %(path)s,
-                'text/plain', 3, 'uploaded', 1, 'etag:seed', o.id, now(), now(), now(), ''
-            FROM (
-                SELECT id, replace(gen_random_uuid()::text, '-', '') AS random_hex
-                FROM objects
-            ) AS o
-            """.format(file_id=new_id_sql("file", "o.random_hex")),
-            {"project": tenant.project_id, "mode": tenant.mode, "path": path, "count": count},
+            SELECT (%(ids)s::text[])[o.n], %(project)s, %(mode)s, 'f' || o.id || '.txt',
+                %(path)s, 'text/plain', 3, 'uploaded', 1, 'etag:seed', o.id, now(), now(),
+                now(), ''
+            FROM (SELECT id, row_number() OVER () AS n FROM objects) AS o
+            """,
+            {
+                "project": tenant.project_id,
+                "mode": tenant.mode,
+                "path": path,
+                "count": count,
+                "ids": [new_id("file") for _ in range(count)],
+            },
         )

@@ -14,6 +14,7 @@ import psycopg.types.json
 import pytest
 import requests
 from django.contrib.auth.models import User
+from django.core.signals import request_started
 from django.db import IntegrityError, connection, transaction
 from django.test import Client, override_settings
 from django.test.utils import CaptureQueriesContext
@@ -25,7 +26,6 @@ from events.models import Event
 from events.services import event_record
 from files.models import File, StoredObject
 from files.services.upload import file_upload_start
-from storage_service.dbhealth import check_idle_connections
 from storage_service.ids import new_id
 from tests.factories import Actor
 from tests.helpers import error_code, start_upload
@@ -120,57 +120,27 @@ def test_csrf_middleware_guards_every_path_but_the_apis() -> None:
 
 @pytest.mark.django_db(transaction=True)
 def test_a_connection_postgresql_closed_is_not_reused() -> None:
-    connection.ensure_connection()
-    assert connection.connection is not None
-    assert connection.is_usable()
-    pid = connection.connection.info.backend_pid
-    _terminate(pid)
-    deadline = time.monotonic() + 5
-    while connection.is_usable():
-        assert time.monotonic() < deadline, "the closed connection still looks usable"
-        time.sleep(0.05)
-    # As at the start of a request: the health check closes it, the next query reconnects.
-    assert connection.health_check_enabled  # type: ignore[attr-defined]
-    connection.health_check_done = False  # type: ignore[attr-defined]
-    connection.close_if_health_check_failed()
-    assert connection.connection is None
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT 1")
-        assert cursor.fetchone() == (1,)
-
-
-def _terminate(pid: int) -> None:
-    with psycopg.connect(database_url(), autocommit=True) as admin:
-        admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
-
-
-@pytest.mark.django_db(transaction=True)
-def test_a_request_finds_a_connection_postgresql_closed_by_its_socket() -> None:
-    """At a request's start the idle connection's socket says whether PostgreSQL may have
-    closed it (storage_service/dbhealth.py): a quiet one is reused with no SELECT 1; on one
-    PostgreSQL closed, Django's own check runs, and the first query opens a new connection."""
+    """At a request's start (CONN_HEALTH_CHECKS) a connection PostgreSQL closed is replaced
+    before the request's first query, which is answered on a new one."""
     connection.ensure_connection()
     assert connection.connection is not None
     pid = connection.connection.info.backend_pid
-    check_idle_connections()  # request_started's receiver (the test client reorders them)
-    assert connection.health_check_done  # type: ignore[attr-defined]
+    request_started.send(sender=None)  # a request on the connection PostgreSQL keeps
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
         assert cursor.fetchone() == (pid,)  # kept, not reconnected
-
     _terminate(pid)
-    deadline = time.monotonic() + 5
-    while True:  # PostgreSQL's goodbye may take a moment
-        connection.health_check_done = False  # type: ignore[attr-defined]  # a new request
-        check_idle_connections()
-        if not connection.health_check_done:  # type: ignore[attr-defined]
-            break
-        assert time.monotonic() < deadline, "the closed connection looked quiet"
-        time.sleep(0.05)
+    request_started.send(sender=None)  # the next request
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
         (new_pid,) = cursor.fetchone()
     assert new_pid != pid
+
+
+def _terminate(pid: int) -> None:
+    with psycopg.connect(database_url(), autocommit=True) as admin:
+        # With a timeout PostgreSQL answers once the backend has exited.
+        admin.execute("SELECT pg_terminate_backend(%s, 5000)", (pid,))
 
 
 @pytest.mark.django_db(transaction=True)
@@ -199,16 +169,24 @@ def test_a_served_request_after_postgresql_closed_its_connection_is_answered(
 
 
 @pytest.mark.django_db(transaction=True)
-def test_upload_start_writes_its_change_and_event_in_one_statement(owner: Actor) -> None:
-    """The key lookup, then ONE statement for the stored object, the file, the file.created
-    event and its deliveries: no savepoint, no INSERT of its own for each. Outside a test's
-    transaction, as a request runs: inside one, the statement's checks (the key still
-    active, the tenant without limits) need a savepoint."""
+def test_upload_start_writes_its_change_and_event_in_one_transaction(owner: Actor) -> None:
+    """The key lookup and the tenant's limits, then one transaction: the stored object, the
+    file, the file.created event (which finds the subscribed endpoints) and its deliveries."""
     with override_settings(SERVICE_WEBHOOK_ALLOW_PRIVATE_NETWORKS=True):
         endpoint_create(tenant=owner.tenant, url="http://127.0.0.1:9/hook", events=None)
     with CaptureQueriesContext(connection) as queries:
         started = start_upload(owner, metadata={"k": "v"}, path="a/b")
-    assert len(queries.captured_queries) == 2, [q["sql"][:80] for q in queries.captured_queries]
+    statements = [q["sql"].split()[:3] for q in queries.captured_queries]
+    assert [words[0] for words in statements] == [
+        "SELECT",  # the key
+        "SELECT",  # the limits
+        "BEGIN",
+        "INSERT",  # the stored object
+        "INSERT",  # the file
+        "WITH",  # the event, and the endpoints to deliver it to
+        "INSERT",  # the deliveries
+        "COMMIT",
+    ], statements
     file = File.objects.select_related("current_object").get(id=started["file"]["id"])
     assert owner.get(f"/v1/files/{file.id}").json()["data"] == started["file"]
     assert file.current_object.state == "pending"
@@ -223,8 +201,8 @@ def test_upload_start_writes_its_change_and_event_in_one_statement(owner: Actor)
 def test_upload_start_leaves_nothing_when_its_event_cannot_be_written(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The one statement is atomic: an event that fails (here a clashing id) takes the
-    stored object and the file with it, as the transaction did before."""
+    """The upload start is atomic: an event that fails (here a clashing id) takes the stored
+    object and the file with it."""
     project = project_create(name="atomic-upload")
     tenant = Tenant(project=project, mode="live")
     with transaction.atomic():

@@ -102,9 +102,11 @@ def test_gets_signed_at_an_instant_are_botocore_s_for_the_public_endpoint(
             key=key,
             signed_at=SIGNED_AT,
             expires_in=expires_in,
-            content_disposition=disposition,
-            content_type="application/pdf",
-            cache_control="public, max-age=86400, immutable",
+            response_headers={
+                "response-content-disposition": disposition,
+                "response-content-type": "application/pdf",
+                "response-cache-control": "public, max-age=86400, immutable",
+            },
         )
         assert ours == reference_client().generate_presigned_url(
             "get_object",

@@ -90,6 +90,7 @@ def test_initiate_records_file_created_and_upload_initiated(owner: Actor) -> Non
         "partSize": PART,
         "partCount": 2,
         "expiresAt": data["upload"]["expiresAt"],
+        "uploadTokenId": None,
     }
 
 

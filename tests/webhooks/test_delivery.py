@@ -11,7 +11,7 @@ from datetime import timedelta
 from unittest import mock
 
 import pytest
-from django.db import connection, transaction
+from django.db import transaction
 from django.test import override_settings
 from django.utils import timezone
 
@@ -19,14 +19,7 @@ from accounts.tenancy import Tenant
 from events.envelope import envelope_body
 from events.models import Event
 from events.services import event_record
-from storage_service.ids import (
-    _encode,
-    first_id_at,
-    id_parts_sql,
-    looks_like_id,
-    new_id_spelled_sql,
-    new_id_sql,
-)
+from storage_service.ids import first_id_at, looks_like_id
 from tests.factories import Actor
 from tests.webhook_receiver import Answer, Receiver, verify_signature
 from webhooks import claims, delivery, services
@@ -291,11 +284,9 @@ def test_over_its_cap_a_project_waits_in_line_then_is_deferred_without_an_attemp
     assert sorted(i for retry in retries for i in retry.ids) == sorted(deferred)
 
 
-def test_each_delivery_gets_its_own_id_made_by_the_database(
-    owner: Actor, receiver: Receiver
-) -> None:
-    """Deliveries' ids are made in the event's statement, one random UUID per endpoint found:
-    distinct, well-formed, and of the time they were made."""
+def test_each_delivery_gets_its_own_id(owner: Actor, receiver: Receiver) -> None:
+    """One delivery per endpoint, each with its own id: distinct, well-formed, and of the
+    time they were made."""
     for path in ("/a", "/b", "/c"):
         endpoint_create(tenant=owner.tenant, url=receiver.url(path), events=None)
     before = int(time.time() * 1000)
@@ -305,29 +296,3 @@ def test_each_delivery_gets_its_own_id_made_by_the_database(
     for made in ids:
         assert looks_like_id(made, "dl"), made
         assert first_id_at("dl", before - 5) <= made < first_id_at("dl", after + 5), made
-
-
-@pytest.mark.parametrize(
-    ("millis", "random_hex"),
-    [
-        (0, "0" * 32),
-        (1, "f" * 32),
-        (1_700_000_000_123, "0123456789abcdef0123456789abcdef"),
-        ((1 << 48) - 1, "a5" * 16),
-        (1_763_900_000_000, "ffffffffff00000000ffffffffff0000"),
-    ],
-)
-def test_the_databases_ids_spell_what_new_id_spells(millis: int, random_hex: str) -> None:
-    """new_id_sql spells time and random bits as new_id does (the 80 random bits are the hex
-    digits 1-10 and 19-28 of the UUID)."""
-    random = int(random_hex[0:10], 16) << 40 | int(random_hex[18:28], 16)
-    expected = f"dl_{_encode(millis << 80 | random, 26)}"
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {new_id_sql('dl', repr(random_hex), millis=str(millis))}")
-        assert cursor.fetchone()[0] == expected
-        # The spelling of a job's batch, from the numbers id_parts_sql computes.
-        parts = id_parts_sql(repr(random_hex)).replace(
-            "floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint", str(millis)
-        )
-        cursor.execute(f"SELECT {new_id_spelled_sql('dl', 'p')} FROM (SELECT {parts}) AS p")
-        assert cursor.fetchone()[0] == expected

@@ -7,6 +7,10 @@
  * 2. the page PUTs the bytes (`uploadWithDescriptor` or `uploadParts`);
  * 3. the server completes it (`client.files.complete` or `client.uploads.complete`).
  *
+ * Or, with no server in the loop after minting: the server mints an upload token with its
+ * key (`POST /v1/upload-tokens`) and the page calls `uploadWithToken(file, { token, baseUrl })`,
+ * which starts, sends and completes the upload with the token alone.
+ *
  * This module imports nothing that needs Node or a key: `storage-service-client/browser`.
  */
 import type { CompletedPart } from "./errors.js";
@@ -53,10 +57,20 @@ export function uploadParts(
 
 export {
   AbortError,
+  AuthenticationError,
   type CompletedPart,
   NetworkError,
+  PayloadTooLargeError,
+  PermissionDeniedError,
   StorageError,
   TransferError,
+  UnprocessableError,
 } from "./errors.js";
 export type { MultipartSession, OnProgress, PartsOptions, PresignedPart, Progress } from "./transfer.js";
-export type { UploadDescriptor } from "./types.js";
+export type { StoredFile, UploadDescriptor } from "./types.js";
+export {
+  TokenUploadAbortError,
+  type TokenUploadOptions,
+  type TokenUploadResume,
+  uploadWithToken,
+} from "./tokens.js";

@@ -4,6 +4,8 @@
  * upload with `storage-service-client/browser`.
  */
 import { webCrypto } from "./crypto.js";
+import { DELIVERY_KEY_ENV, DeliveryKey, type DeliveryUrlOptions, signedOptions } from "./delivery.js";
+import { UploadTokens } from "./uploadtokens.js";
 import {
   type CompletedPart,
   ConfigurationError,
@@ -65,6 +67,11 @@ export interface ClientOptions {
   partRetries?: number;
   /** A fetch to use instead of the global one. */
   fetch?: typeof fetch;
+  /** `dk_…:dsec_…`: `files.deliveryUrl` signs offline with it (else asks the API). Default:
+   * `STORAGE_DELIVERY_KEY` (on Node). */
+  deliveryKey?: string;
+  /** Where delivery URLs live when served apart; default: `baseUrl`. */
+  deliveryBaseUrl?: string;
 }
 
 function environment(name: string): string | undefined {
@@ -75,6 +82,8 @@ function environment(name: string): string | undefined {
 
 export class StorageClient {
   readonly baseUrl: string;
+  readonly deliveryKey: DeliveryKey | undefined;
+  readonly deliveryBaseUrl: string;
   readonly files: Files;
   readonly folders: Folders;
   readonly uploads: Uploads;
@@ -82,6 +91,7 @@ export class StorageClient {
   readonly webhooks: Webhooks;
   readonly events: Events;
   readonly jobs: Jobs;
+  readonly uploadTokens: UploadTokens;
   /** @internal */
   readonly api: Api;
   /** @internal */
@@ -97,6 +107,9 @@ export class StorageClient {
       throw new ConfigurationError(`the base URL must start with http:// or https://: ${baseUrl}`);
     }
     this.baseUrl = baseUrl;
+    const deliveryKey = options.deliveryKey ?? environment(DELIVERY_KEY_ENV);
+    this.deliveryKey = deliveryKey ? new DeliveryKey(deliveryKey) : undefined;
+    this.deliveryBaseUrl = (options.deliveryBaseUrl ?? baseUrl).replace(/\/+$/, "");
     this.api = new Api({
       apiKey,
       baseUrl,
@@ -117,6 +130,7 @@ export class StorageClient {
     this.jobs = new Jobs(this);
     this.webhooks = new Webhooks(this.api);
     this.events = new Events(this.api);
+    this.uploadTokens = new UploadTokens(this.api);
   }
 
   /** What the project stores and serves in the key's mode, and its limits (null when unset). */
@@ -363,6 +377,23 @@ export class Files extends Resource {
   async downloadUrl(fileId: string, options: { expiresInSeconds?: number } = {}): Promise<DownloadUrl> {
     const json = options.expiresInSeconds === undefined ? {} : options;
     return this.api.request<DownloadUrl>("POST", `/files/${fileId}/download-url`, { json });
+  }
+
+  /** A delivery URL (for `<img src>` and links; cacheable): signed offline with the client's
+   * delivery key, else by the API. */
+  async deliveryUrl(fileId: string, options: DeliveryUrlOptions = {}): Promise<string> {
+    const key = this.client.deliveryKey;
+    if (key) return this.client.deliveryBaseUrl + (await key.path(fileId, signedOptions(options)));
+    const { version, expiresInSeconds, ...transform } = options;
+    const json: Record<string, unknown> = { expiresInSeconds: expiresInSeconds ?? null };
+    if (Object.values(transform).some((value) => value !== undefined)) json.transform = transform;
+    if (version !== undefined) json.version = version;
+    const body = await this.client.api.request<{ url: string }>(
+      "POST",
+      `/files/${fileId}/delivery-url`,
+      { json },
+    );
+    return body.url;
   }
 
   /** The file's bytes. */

@@ -1,9 +1,10 @@
 /**
  * storage-service-client: the file storage service's client.
  *
- * On a server: `new StorageClient({ apiKey, baseUrl })`. In a browser, only
- * `uploadWithDescriptor` and `uploadParts` (also importable alone from
- * `storage-service-client/browser`): the page never holds an API key.
+ * On a server: `new StorageClient({ apiKey, baseUrl })` (`client.uploadTokens.create()`
+ * mints a page's upload token). In a browser, only `uploadWithToken`, `uploadWithDescriptor`
+ * and `uploadParts` (also importable alone from `storage-service-client/browser`): the page
+ * never holds an API key.
  */
 export {
   type BatchOperation,
@@ -22,7 +23,20 @@ export {
   type WaitOptions,
 } from "./client.js";
 export * from "./errors.js";
+export {
+  DELIVERY_KEY_ENV,
+  DeliveryKey,
+  type DeliveryUrlOptions,
+  formatOptions,
+} from "./delivery.js";
 export { uploadParts, uploadWithDescriptor, type DescriptorOptions } from "./browser.js";
+export {
+  TokenUploadAbortError,
+  type TokenUploadOptions,
+  type TokenUploadResume,
+  uploadWithToken,
+} from "./tokens.js";
+export { type UploadToken, type UploadTokenCreate, UploadTokens } from "./uploadtokens.js";
 export { guessContentType, type UploadSource } from "./source.js";
 export type {
   MultipartSession,

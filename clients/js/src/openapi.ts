@@ -2,6 +2,26 @@
 // Do not edit: `npm run generate -- <document>` writes it again.
 
 export interface paths {
+    "/d/{key_id}/{file_id}/{options}/{signature}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Resolve a delivery URL (GET or HEAD, no Authorization): a redirect to the bytes in the store
+         * @description Signed by `POST /v1/files/{file_id}/delivery-url` or offline (the guide's "Delivery URLs" section). `302` to a presigned GET of the current version, the pinned version or the variant, the same `Location` for a whole window; `307` back to the same URL while an on-demand variant is being made.
+         */
+        get: operations["delivery_resolve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -31,6 +51,47 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/delivery-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The project's delivery keys in this mode, newest first (never their secrets) */
+        get: operations["delivery_list_keys"];
+        put?: never;
+        /**
+         * Create a delivery key (the answer is the only time its secret is shown)
+         * @description A project has at most 10 active delivery keys in each mode. The key and its secret sign delivery URLs offline (see the guide).
+         */
+        post: operations["delivery_create_key"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/delivery-keys/{delivery_key_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke a delivery key: every URL signed with it stops resolving at once
+         * @description URLs already held by caches (a CDN, a browser) are served from there until their `max-age` runs out.
+         */
+        delete: operations["delivery_revoke_key"];
         options?: never;
         head?: never;
         patch?: never;
@@ -158,6 +219,26 @@ export interface paths {
          * @description The contract's "Files" section.
          */
         post: operations["files_copy"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/files/{file_id}/delivery-url": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sign a delivery URL of a file (cacheable, for <img src> and links)
+         * @description The URL resolves (GET or HEAD, no Authorization) to a 302 to the bytes in the store: the current version, the pinned `version`, or the `transform`'s variant, made on first request. `format: auto` picks AVIF, WebP or JPEG (PNG for images with transparency) by the browser's `Accept`. Signed with `deliveryKeyId`, else the newest active key. The guide documents the URL's form and signature, so a server holding the key signs URLs itself with no API call.
+         */
+        post: operations["delivery_sign_url"];
         delete?: never;
         options?: never;
         head?: never;
@@ -467,6 +548,48 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/upload-tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The project's upload tokens, newest first (keyset pages; never the tokens) */
+        get: operations["upload-tokens_list"];
+        put?: never;
+        /**
+         * Mint an upload token for a browser (the answer is the only time it is shown)
+         * @description The page sends `Authorization: Bearer ut_…` to start uploads (`POST /v1/files/upload`, `POST /v1/uploads/multipart`), to work on the multipart uploads it started and to complete the files it started; any other operation answers 403 `INSUFFICIENT_SCOPE`. Each start is checked against the token's bounds before anything is written.
+         */
+        post: operations["upload-tokens_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/upload-tokens/{token_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get an upload token (never the token itself) */
+        get: operations["upload-tokens_retrieve"];
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an upload token: it stops working at once; revoking twice succeeds
+         * @description Uploads it started stay as they are: the application's server may still complete or delete them with its key.
+         */
+        delete: operations["upload-tokens_destroy"];
         options?: never;
         head?: never;
         patch?: never;
@@ -875,10 +998,96 @@ export interface components {
             /** @enum {string} */
             type: "file.created" | "file.uploaded" | "file.downloaded" | "file.replaced" | "file.copied" | "file.renamed" | "file.moved" | "file.metadata_updated" | "file.processed" | "file.processing_failed" | "file.deleted" | "file.restored" | "file.purged" | "file.expired" | "upload.initiated" | "upload.completed" | "upload.aborted" | "webhook_endpoint.disabled" | "folder.moved" | "folder.deleted" | "folder.restored";
         };
+        /** @description A delivery key, as every read shows it: never its secret. `revokedAt` is null while it signs; URLs signed with a revoked key no longer resolve. */
+        DeliveryKey: {
+            /**
+             * Format: date-time
+             * @example 2026-11-22T03:55:04.086Z
+             */
+            createdAt: string;
+            /** @example dk_01m80p9qhfbw0rf406y6kr13qe */
+            id: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T03:55:04.086Z
+             */
+            revokedAt: string | null;
+        };
+        /** @description The new key and its secret, shown this once: sign delivery URLs with both (the guide's "Delivery URLs" section). */
+        DeliveryKeyCreated: {
+            deliveryKey: components["schemas"]["DeliveryKey"];
+            secret: string;
+        };
+        /** @description The contract's `{"data": ...}` envelope. */
+        DeliveryKeyCreatedData: {
+            data: components["schemas"]["DeliveryKeyCreated"];
+        };
+        /** @description The contract's `{"data": ...}` envelope. */
+        DeliveryKeyListData: {
+            data: components["schemas"]["DeliveryKey"][];
+        };
+        DeliveryKeyRevoked: {
+            /** @example dk_01m80p9qhfbw0rf406y6kr13qe */
+            id: string;
+            /** @enum {boolean} */
+            revoked: true;
+        };
+        /** @description The contract's `{"data": ...}` envelope. */
+        DeliveryKeyRevokedData: {
+            data: components["schemas"]["DeliveryKeyRevoked"];
+        };
         /** @description A keyset page: the items, and how to ask for the next page. */
         DeliveryPaged: {
             data: components["schemas"]["Delivery"][];
             pagination: components["schemas"]["Pagination"];
+        };
+        DeliveryTransform: components["schemas"]["DeliveryTransformWithWidth"] | components["schemas"]["DeliveryTransformWithHeight"];
+        /**
+         * @description The parameters of ``POST …/transform`` (each omitted one takes its default there:
+         *     fit ``cover``, format ``webp``, quality 80), plus ``format: "auto"``.
+         */
+        DeliveryTransformWithHeight: {
+            /** @enum {string} */
+            fit?: "cover" | "contain" | "fill" | "inside" | "outside";
+            /** @enum {string} */
+            format?: "webp" | "jpeg" | "png" | "avif" | "auto";
+            height: number;
+            quality?: number;
+            width?: number;
+        };
+        /**
+         * @description The parameters of ``POST …/transform`` (each omitted one takes its default there:
+         *     fit ``cover``, format ``webp``, quality 80), plus ``format: "auto"``.
+         */
+        DeliveryTransformWithWidth: {
+            /** @enum {string} */
+            fit?: "cover" | "contain" | "fill" | "inside" | "outside";
+            /** @enum {string} */
+            format?: "webp" | "jpeg" | "png" | "avif" | "auto";
+            height?: number;
+            quality?: number;
+            width: number;
+        };
+        /** @description A signed delivery URL (`/d/…`), valid until `expiresAt` (null: it never expires), or until its key is revoked. */
+        DeliveryUrl: {
+            /**
+             * Format: date-time
+             * @example 2026-11-22T03:55:04.086Z
+             */
+            expiresAt: string | null;
+            /** Format: uri */
+            url: string;
+        };
+        /**
+         * @description Everything optional: ``{}`` signs the file's current version, unchanged, forever, with
+         *     the newest active key.
+         */
+        DeliveryUrlRequest: {
+            deliveryKeyId?: string;
+            /** @description Seconds the URL stays valid; null or absent: it never expires. */
+            expiresInSeconds?: number | null;
+            transform?: components["schemas"]["DeliveryTransform"];
+            version?: number;
         };
         /** @description A presigned GET of the bytes, valid until `expiresAt`. */
         DownloadUrl: {
@@ -985,6 +1194,8 @@ export interface components {
             } | null;
             /** @description The folder; null at the root. */
             path: string | null;
+            /** @description A ThumbHash (base64) of the image's thumbnail, to paint before the image loads; null until the thumbnail is made, and for files that are not images. */
+            placeholder: string | null;
             size: number;
             /** @enum {string} */
             status: "pending" | "uploaded" | "failed" | "deleted";
@@ -998,6 +1209,8 @@ export interface components {
              * @example 2026-11-22T03:55:04.086Z
              */
             uploadedAt?: string;
+            /** @description The upload token (`utk_…`) that started the file; null: a key. */
+            uploadTokenId: string | null;
             version: number;
         };
         FileCompleted: {
@@ -1461,6 +1674,93 @@ export interface components {
             /** @description Bytes; at most 5368709120 (`SERVICE_MAX_SINGLE_UPLOAD_BYTES`); above it, 413 `FILE_TOO_LARGE`. */
             size: number;
         };
+        /** @description An upload token's bounds and use. `path` null: the root (any folder); `maxFileSizeBytes`, `allowedContentTypes`, `allowedOrigins` null: no bound beyond the project's own limits. */
+        UploadToken: {
+            allowedContentTypes: string[] | null;
+            allowedOrigins: string[] | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T03:55:04.086Z
+             */
+            createdAt: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T03:55:04.086Z
+             */
+            expiresAt: string;
+            filesStarted: number;
+            /** @example utk_01m80p9qhfbw0rf406y6kr13qe */
+            id: string;
+            maxFiles: number;
+            maxFileSizeBytes: number | null;
+            metadata: {
+                [key: string]: unknown;
+            } | null;
+            path: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T03:55:04.086Z
+             */
+            revokedAt: string | null;
+        };
+        /** @description The token object and the token itself (`ut_…`), shown this once: hand it to the page that uploads. */
+        UploadTokenCreated: {
+            token: string;
+            uploadToken: components["schemas"]["UploadToken"];
+        };
+        /** @description The contract's `{"data": ...}` envelope. */
+        UploadTokenCreatedData: {
+            data: components["schemas"]["UploadTokenCreated"];
+        };
+        /**
+         * @description Every field optional: ``{}`` mints a token for one file of any type, anywhere, for
+         *     15 minutes.
+         */
+        UploadTokenCreateRequest: {
+            /** @description MIME types, exact (`application/pdf`) or a whole type (`image/*`), checked against the declared type at start and the real type of the bytes at complete (422 `CONTENT_TYPE_NOT_ALLOWED`). null: any type. */
+            allowedContentTypes?: string[] | null;
+            /**
+             * @description The pages' origins (`https://app.example`): a request with any other `Origin`, or none, answers 403 `ORIGIN_NOT_ALLOWED`. null: any origin.
+             * @example [
+             *       "https://app.example"
+             *     ]
+             */
+            allowedOrigins?: string[] | null;
+            /** @default 900 */
+            expiresInSeconds: number;
+            /** @default 1 */
+            maxFiles: number;
+            /** @description The largest declared size of one file, in bytes (413 `FILE_TOO_LARGE` above it). null: the service's own limits. */
+            maxFileSizeBytes?: number | null;
+            /** @description Your own JSON, replaced whole on update: at most 64 keys (`SERVICE_MAX_METADATA_KEYS`) of 1 to 128 characters, at most 8192 bytes as compact UTF-8 JSON (`SERVICE_MAX_METADATA_BYTES`), and objects and arrays nested at most 8 deep, the metadata object itself being depth 1 (`SERVICE_MAX_METADATA_DEPTH`). null clears it. */
+            metadata?: {
+                [key: string]: unknown;
+            } | null;
+            /**
+             * @description A folder: segments joined by '/' (no leading or trailing '/'; no empty, '.' or '..' segment; no segment starting or ending with whitespace; no '\', control, invisible or text-direction characters, as in filenames). null, '' and '/' mean the root. At most 1024 characters (`SERVICE_MAX_PATH_LENGTH`) and at most 2048 bytes as UTF-8.
+             * @example invoices/2026
+             */
+            path?: string | null;
+        };
+        /** @description The contract's `{"data": ...}` envelope. */
+        UploadTokenData: {
+            data: components["schemas"]["UploadToken"];
+        };
+        /** @description A keyset page: the items, and how to ask for the next page. */
+        UploadTokenPaged: {
+            data: components["schemas"]["UploadToken"][];
+            pagination: components["schemas"]["Pagination"];
+        };
+        UploadTokenRevoked: {
+            /** @example utk_01m80p9qhfbw0rf406y6kr13qe */
+            id: string;
+            /** @enum {boolean} */
+            revoked: true;
+        };
+        /** @description The contract's `{"data": ...}` envelope. */
+        UploadTokenRevokedData: {
+            data: components["schemas"]["UploadTokenRevoked"];
+        };
         Usage: {
             bandwidth: components["schemas"]["UsageBandwidth"];
             limits: components["schemas"]["UsageLimits"];
@@ -1599,6 +1899,139 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    delivery_resolve: {
+        parameters: {
+            query?: {
+                /** @description Set by the service's own 307: how long the client has waited for the variant, in milliseconds. */
+                waited?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The file's id (`file_…`). */
+                file_id: string;
+                /** @description The delivery key's id (`dk_…`). */
+                key_id: string;
+                /** @description `-`, or the signed options (`width=400,format=auto,…`). */
+                options: string;
+                /** @description The URL's HMAC-SHA256, base64url without padding. */
+                signature: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description To the bytes in the store. */
+            302: {
+                headers: {
+                    "Cache-Control"?: string;
+                    Location?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The variant is being made: ask the Location (the same URL). */
+            307: {
+                headers: {
+                    "Cache-Control"?: string;
+                    Location?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The signed transform is invalid (`VALIDATION_ERROR`). */
+            400: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `INVALID_SIGNATURE` (changed, forged, unknown or revoked key) or `URL_EXPIRED`. */
+            403: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `FILE_NOT_FOUND`: missing, another tenant's, deleted or purged. */
+            404: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Only GET and HEAD (`METHOD_NOT_ALLOWED`). */
+            405: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `VARIANT_LIMIT_REACHED` or `FILE_NOT_UPLOADED`. */
+            409: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `VARIANT_FAILED` or `NOT_PROCESSABLE`. */
+            422: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `RATE_LIMITED`: the project's resolutions per minute; `Retry-After`. */
+            429: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `VARIANT_NOT_READY` (with `Retry-After`) or `SERVICE_UNAVAILABLE`. */
+            503: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     healthz: {
         parameters: {
             query?: never;
@@ -1655,6 +2088,267 @@ export interface operations {
             /** @description A dependency did not answer (`SERVICE_UNAVAILABLE`). */
             503: {
                 headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    delivery_list_keys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryKeyListData"];
+                };
+            };
+            /** @description Codes: `UNAUTHENTICATED` */
+            401: {
+                headers: {
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `INSUFFICIENT_SCOPE` */
+            403: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description Seconds until the key's next one-minute window. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `SERVICE_UNAVAILABLE` */
+            503: {
+                headers: {
+                    /** @description With `SERVICE_UNAVAILABLE`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    delivery_create_key: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["EmptyRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryKeyCreatedData"];
+                };
+            };
+            /** @description Codes: `VALIDATION_ERROR` */
+            400: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `UNAUTHENTICATED` */
+            401: {
+                headers: {
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `DELIVERY_KEY_LIMIT_REACHED`, `INSUFFICIENT_SCOPE` */
+            403: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `PAYLOAD_TOO_LARGE` */
+            413: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `VALIDATION_ERROR` */
+            415: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description Seconds until the key's next one-minute window. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `SERVICE_UNAVAILABLE` */
+            503: {
+                headers: {
+                    /** @description With `SERVICE_UNAVAILABLE`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    delivery_revoke_key: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A `dk_` id. */
+                delivery_key_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryKeyRevokedData"];
+                };
+            };
+            /** @description Codes: `UNAUTHENTICATED` */
+            401: {
+                headers: {
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `INSUFFICIENT_SCOPE` */
+            403: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `DELIVERY_KEY_NOT_FOUND` */
+            404: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description Seconds until the key's next one-minute window. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `SERVICE_UNAVAILABLE` */
+            503: {
+                headers: {
+                    /** @description With `SERVICE_UNAVAILABLE`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
                     /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
                     "X-Request-Id"?: string;
                     [name: string]: unknown;
@@ -2462,6 +3156,149 @@ export interface operations {
             };
             /** @description Codes: `VALIDATION_ERROR` */
             415: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description Seconds until the key's next one-minute window. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `SERVICE_UNAVAILABLE` */
+            503: {
+                headers: {
+                    /** @description With `SERVICE_UNAVAILABLE`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    delivery_sign_url: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A `file_` id. */
+                file_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["DeliveryUrlRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryUrl"];
+                };
+            };
+            /** @description Codes: `VALIDATION_ERROR` */
+            400: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `UNAUTHENTICATED` */
+            401: {
+                headers: {
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `INSUFFICIENT_SCOPE` */
+            403: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `FILE_NOT_FOUND`, `DELIVERY_KEY_NOT_FOUND` */
+            404: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `FILE_NOT_UPLOADED`, `NO_DELIVERY_KEY` */
+            409: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `PAYLOAD_TOO_LARGE` */
+            413: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `VALIDATION_ERROR` */
+            415: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `NOT_PROCESSABLE` */
+            422: {
                 headers: {
                     /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
                     "X-Request-Id"?: string;
@@ -3596,7 +4433,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Codes: `QUOTA_EXCEEDED`, `INSUFFICIENT_SCOPE` */
+            /** @description Codes: `QUOTA_EXCEEDED`, `PATH_NOT_ALLOWED`, `UPLOAD_TOKEN_EXHAUSTED`, `ORIGIN_NOT_ALLOWED`, `INSUFFICIENT_SCOPE` */
             403: {
                 headers: {
                     /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
@@ -4350,6 +5187,365 @@ export interface operations {
             };
         };
     };
+    "upload-tokens_list": {
+        parameters: {
+            query?: {
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UploadTokenPaged"];
+                };
+            };
+            /** @description Codes: `VALIDATION_ERROR` */
+            400: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `UNAUTHENTICATED` */
+            401: {
+                headers: {
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `INSUFFICIENT_SCOPE` */
+            403: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description Seconds until the key's next one-minute window. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `SERVICE_UNAVAILABLE` */
+            503: {
+                headers: {
+                    /** @description With `SERVICE_UNAVAILABLE`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "upload-tokens_create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["UploadTokenCreateRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UploadTokenCreatedData"];
+                };
+            };
+            /** @description Codes: `VALIDATION_ERROR` */
+            400: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `UNAUTHENTICATED` */
+            401: {
+                headers: {
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `INSUFFICIENT_SCOPE` */
+            403: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `PAYLOAD_TOO_LARGE` */
+            413: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `VALIDATION_ERROR` */
+            415: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description Seconds until the key's next one-minute window. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `SERVICE_UNAVAILABLE` */
+            503: {
+                headers: {
+                    /** @description With `SERVICE_UNAVAILABLE`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "upload-tokens_retrieve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A `utk_` id. */
+                token_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UploadTokenData"];
+                };
+            };
+            /** @description Codes: `UNAUTHENTICATED` */
+            401: {
+                headers: {
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `INSUFFICIENT_SCOPE` */
+            403: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `UPLOAD_TOKEN_NOT_FOUND` */
+            404: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description Seconds until the key's next one-minute window. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `SERVICE_UNAVAILABLE` */
+            503: {
+                headers: {
+                    /** @description With `SERVICE_UNAVAILABLE`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "upload-tokens_destroy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A `utk_` id. */
+                token_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UploadTokenRevokedData"];
+                };
+            };
+            /** @description Codes: `UNAUTHENTICATED` */
+            401: {
+                headers: {
+                    "WWW-Authenticate"?: "Bearer";
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `INSUFFICIENT_SCOPE` */
+            403: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `UPLOAD_TOKEN_NOT_FOUND` */
+            404: {
+                headers: {
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `RATE_LIMITED` */
+            429: {
+                headers: {
+                    /** @description Seconds until the key's next one-minute window. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Codes: `SERVICE_UNAVAILABLE` */
+            503: {
+                headers: {
+                    /** @description With `SERVICE_UNAVAILABLE`: seconds to wait before retrying. */
+                    "Retry-After"?: string;
+                    /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */
+                    "X-Request-Id"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     uploads_create: {
         parameters: {
             query?: never;
@@ -4401,7 +5597,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Codes: `QUOTA_EXCEEDED`, `INSUFFICIENT_SCOPE` */
+            /** @description Codes: `QUOTA_EXCEEDED`, `PATH_NOT_ALLOWED`, `UPLOAD_TOKEN_EXHAUSTED`, `ORIGIN_NOT_ALLOWED`, `INSUFFICIENT_SCOPE` */
             403: {
                 headers: {
                     /** @description The request's id: the client's own `X-Request-Id` if it sent a sane one, else `req_…`. Quote it when reporting a problem. */

@@ -44,6 +44,7 @@ from storage_client.models import (
     VariantParams,
     Webhook,
 )
+from storage_client.upload_tokens import UploadToken, UploadTokens
 
 __all__ = [
     "AuthenticationError",
@@ -72,6 +73,8 @@ __all__ = [
     "TransferError",
     "UnprocessableError",
     "UploadPart",
+    "UploadToken",
+    "UploadTokens",
     "Usage",
     "UsageLimits",
     "ValidationError",

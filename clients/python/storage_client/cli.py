@@ -20,6 +20,7 @@ from typing import Any, Callable, NoReturn
 from tqdm import tqdm
 
 from storage_client._version import __version__
+from storage_client.cli_tokens import add_upload_token_commands
 from storage_client.client import Client
 from storage_client.errors import StorageError
 from storage_client.models import Event, File, Folder, Job, Variant, Webhook
@@ -308,8 +309,17 @@ def cmd_get(client: Client, args: argparse.Namespace) -> int:
     return 0
 
 
+_DELIVERY_OPTIONS = ("width", "height", "fit", "format", "quality", "version")
+
+
 def cmd_url(client: Client, args: argparse.Namespace) -> int:
-    url = client.files.download_url(args.id, expires_in=args.expires)
+    """A delivery URL when a delivery key is held or a delivery option is given (signed
+    offline with the key, else by the API); otherwise a presigned download URL."""
+    options = {name: getattr(args, name) for name in _DELIVERY_OPTIONS}
+    if client.delivery_key is not None or any(v is not None for v in options.values()):
+        url = client.files.delivery_url(args.id, **options, expires_in_seconds=args.expires)
+    else:
+        url = client.files.download_url(args.id, expires_in=args.expires)
     if args.json:
         emit_json({"id": args.id, "url": url})
     else:
@@ -586,9 +596,26 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("id", metavar="ID")
     sub.add_argument("dest", nargs="?", metavar="DEST")
 
-    sub = add("url", cmd_url, "print a download URL")
+    sub = add(
+        "url",
+        cmd_url,
+        "print a delivery URL (with a delivery key, or any of --width ... --version), else a "
+        "download URL",
+    )
     sub.add_argument("id", metavar="ID")
-    sub.add_argument("--expires", type=int, metavar="S", help="seconds, 60 to 86400 (3600)")
+    sub.add_argument(
+        "--expires",
+        type=int,
+        metavar="S",
+        help="seconds: a download URL 60 to 86400 (3600); a delivery URL 60 to 31536000 "
+        "(never expires)",
+    )
+    sub.add_argument("--width", type=int, metavar="PX")
+    sub.add_argument("--height", type=int, metavar="PX")
+    sub.add_argument("--fit", choices=["cover", "contain", "fill", "inside", "outside"])
+    sub.add_argument("--format", choices=["webp", "jpeg", "png", "avif", "auto"])
+    sub.add_argument("--quality", type=int, metavar="Q", help="1 to 100")
+    sub.add_argument("--version", type=int, metavar="N", help="pin this version of the file")
 
     sub = add("mv", cmd_mv, "rename or move: NEWPATH is folder/, folder/name or name")
     sub.add_argument("id", metavar="ID")
@@ -663,6 +690,8 @@ def build_parser() -> argparse.ArgumentParser:
     action.add_argument("--until", metavar="TIME", help="default: now")
     action.set_defaults(handler=cmd_webhooks_replay)
 
+    add_upload_token_commands(add, common, _Parser)
+
     sub = add("events", cmd_events, "list recent events, newest first, or show one")
     sub.add_argument("id", nargs="?", metavar="EVENT_ID", help="show this event's envelope")
     sub.add_argument("--type", metavar="TYPE", help="only this event type (file.uploaded, ...)")
@@ -677,6 +706,7 @@ def main(argv: Iterable[str] | None = None) -> int:
         client = Client(
             api_key=getattr(args, "api_key", None) or os.environ.get("STORAGE_API_KEY"),
             base_url=getattr(args, "base_url", None) or os.environ.get("STORAGE_BASE_URL"),
+            delivery_key=os.environ.get("STORAGE_DELIVERY_KEY"),
         )
     except StorageError as exc:
         fail(str(exc))

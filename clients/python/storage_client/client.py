@@ -17,6 +17,7 @@ from storage_client import _transfer
 from storage_client._http import Api, store_client
 from storage_client._source import Source, SourceLike, guess_content_type
 from storage_client._transfer import Destination, PartSender, Progress, plan_parts
+from storage_client.delivery import DELIVERY_KEY_ENV, DeliveryKey, expiry
 from storage_client.errors import (
     ConfigurationError,
     ConflictError,
@@ -38,6 +39,7 @@ from storage_client.models import (
     Usage,
     Variant,
 )
+from storage_client.upload_tokens import UploadTokens
 from storage_client.webhooks import Events, Webhooks
 
 if TYPE_CHECKING:
@@ -61,6 +63,10 @@ class Client:
     ``part_retries`` times. API requests answered 429 or 503 are retried up to
     ``max_retries`` times, after the answer's ``Retry-After`` (if it is at most
     ``max_retry_wait`` seconds). ``timeout`` applies to each network read or write.
+
+    ``delivery_key`` (``dk_…:dsec_…``, else ``STORAGE_DELIVERY_KEY``) lets
+    ``files.delivery_url`` sign delivery URLs offline, on ``delivery_base_url`` (default: the
+    base URL); without one it asks the API.
     """
 
     def __init__(
@@ -75,8 +81,11 @@ class Client:
         max_concurrency: int = 4,
         part_retries: int = 5,
         transport: httpx.BaseTransport | None = None,
+        delivery_key: str | None = None,
+        delivery_base_url: str | None = None,
     ) -> None:
         api_key = api_key or os.environ.get(API_KEY_ENV)
+        delivery_key = delivery_key or os.environ.get(DELIVERY_KEY_ENV)
         base_url = base_url or os.environ.get(BASE_URL_ENV)
         if not api_key:
             raise ConfigurationError(f"no API key: pass api_key= or set {API_KEY_ENV}")
@@ -90,6 +99,8 @@ class Client:
                 f"the base URL must start with http:// or https://: {base_url}"
             )
         self.base_url = base_url
+        self.delivery_key = DeliveryKey(delivery_key) if delivery_key else None
+        self.delivery_base_url = (delivery_base_url or base_url).rstrip("/")
         self.multipart_threshold = multipart_threshold
         self.max_concurrency = max(1, max_concurrency)
         self.part_retries = part_retries
@@ -109,6 +120,7 @@ class Client:
         self.variants = Variants(self)
         self.webhooks = Webhooks(self._api)
         self.events = Events(self._api)
+        self.upload_tokens = UploadTokens(self._api)
 
     def me(self) -> dict[str, Any]:
         """The project, organization and API key this client authenticates as."""
@@ -354,6 +366,42 @@ class Files(_Resource):
         """A presigned GET URL (valid ``expires_in`` seconds, 60 to 86400; default 3600)."""
         body = {"expiresInSeconds": expires_in} if expires_in is not None else {}
         return str(self._api.request("POST", f"/files/{file_id}/download-url", json=body)["url"])
+
+    def delivery_url(
+        self,
+        file_id: str,
+        *,
+        width: int | None = None,
+        height: int | None = None,
+        fit: str | None = None,
+        format: str | None = None,
+        quality: int | None = None,
+        version: int | None = None,
+        expires_in_seconds: int | None = None,
+    ) -> str:
+        """A delivery URL (for ``<img src>`` and links; cacheable): of the file's current
+        version, or of ``version``, or of the transform (``format="auto"`` follows the
+        browser's Accept). Never expires unless ``expires_in_seconds`` (60 to 31536000) is
+        given. Signed offline with the client's delivery key, else by the API."""
+        transform = {
+            "width": width,
+            "height": height,
+            "fit": fit,
+            "format": format,
+            "quality": quality,
+        }
+        given = {name: value for name, value in transform.items() if value is not None}
+        key = self._client.delivery_key
+        if key is not None:
+            path = key.path(file_id, **given, version=version, expires=expiry(expires_in_seconds))
+            return self._client.delivery_base_url + path
+        body: dict[str, Any] = {"expiresInSeconds": expires_in_seconds}
+        if given:
+            body["transform"] = given
+        if version is not None:
+            body["version"] = version
+        answer = self._api.request("POST", f"/files/{file_id}/delivery-url", json=body)
+        return str(answer["url"])
 
     def delete(self, file_id: str) -> None:
         """Soft delete: restorable until the purge (7 days by default)."""

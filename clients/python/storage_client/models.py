@@ -76,6 +76,9 @@ class File:
     checksum: str | None = None
     deleted_at: datetime | None = None
     expires_at: datetime | None = None  # when it deletes itself; None: never
+    # A ThumbHash (base64) of an image's thumbnail, to paint before it loads; None otherwise.
+    placeholder: str | None = None
+    upload_token_id: str | None = None  # the upload token (utk_…) that started it
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -95,6 +98,8 @@ class File:
             checksum=_optional_str(data, "checksum"),
             deleted_at=_optional_time(data, "deletedAt"),
             expires_at=_optional_time(data, "expiresAt"),
+            placeholder=_optional_str(data, "placeholder"),
+            upload_token_id=_optional_str(data, "uploadTokenId"),
             raw=dict(data),
         )
 

@@ -8,7 +8,7 @@ from rest_framework.metadata import SimpleMetadata
 from rest_framework.request import Request
 
 
-class Metadata(SimpleMetadata):
+class OptionsMetadata(SimpleMetadata):
     """The view's name, description and media types, without DRF's form of each action's
     fields: the request bodies are described by the OpenAPI document (/v1/openapi.json), and
     the views read their bodies with request serializers, not a ``serializer_class``."""

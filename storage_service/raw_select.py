@@ -1,25 +1,15 @@
+"""A model's columns in a raw SELECT, and its rows as model instances, for the few read
+statements written as SQL (the selectors say why each one is)."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import partial
 from typing import Any, Generic, TypeVar
 
 from django.db import models
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-from storage_service.ids import id_field_length, new_id
-
 M = TypeVar("M", bound=models.Model)
-
-
-def public_id_field(prefix: str) -> models.CharField:
-    """The primary key of a resource clients see: ``<prefix>_<26 chars>``, made on insert."""
-    return models.CharField(
-        primary_key=True,
-        max_length=id_field_length(prefix),
-        default=partial(new_id, prefix),
-        editable=False,
-    )
 
 
 class SelectList(Generic[M]):

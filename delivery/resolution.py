@@ -1,0 +1,358 @@
+"""What a delivery URL resolves to: checked, counted, and turned into a redirect to the store.
+
+The view (delivery/resolve.py) only speaks HTTP; everything here raises ApiError for a
+refusal, and returns the redirect (or, while an on-demand variant is being made, the wait).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import lru_cache
+from pathlib import PurePosixPath
+
+import redis
+from django.conf import settings
+
+from accounts.services import bandwidth_record
+from accounts.tenancy import Tenant
+from delivery import signing
+from delivery.models import DeliveryKey
+from delivery.secret import secret_of
+from delivery.serializers import DELIVERY_FORMATS
+from files.models import File, FileVersion
+from files.selectors import file_get
+from storage_service import objectstore
+from storage_service.errors import (
+    FileNotFound,
+    InvalidSignature,
+    RateLimited,
+    UrlExpired,
+    ValidationError,
+    VariantFailed,
+    VariantNotReady,
+)
+from storage_service.ids import looks_like_id
+from variants.imaging import FITS, FORMATS, MAX_DIMENSION, Params
+from variants.models import Variant
+from variants.services import variant_transform
+
+logger = logging.getLogger(__name__)
+
+# Types a browser may render from the store's origin without risk to it: raster images,
+# audio, video, PDF and plain text. Everything else (HTML, SVG, XML, scripts, unknown) is
+# served as an attachment, so an uploaded page can never run in a browser.
+INLINE_TYPES = frozenset(
+    {
+        "image/png",
+        "image/jpeg",
+        "image/gif",
+        "image/webp",
+        "image/avif",
+        "image/bmp",
+        "image/tiff",
+        "image/x-icon",
+        "image/vnd.microsoft.icon",
+        "application/pdf",
+        "text/plain",
+    }
+)
+# The longest a presigned URL may live at the store (SigV4's limit).
+MAX_PRESIGN_SECONDS = 7 * 24 * 3600
+VStatus = Variant.Status
+
+
+def renders_safely(content_type: str | None) -> bool:
+    if not content_type:
+        return False
+    base = content_type.split(";", 1)[0].strip().lower()
+    return base in INLINE_TYPES or base.startswith(("audio/", "video/"))
+
+
+@dataclass(frozen=True)
+class Redirect:
+    location: str
+    max_age: int  # of the 302 itself
+    vary_accept: bool
+
+
+@dataclass(frozen=True)
+class Wait:
+    """Ask again: the same URL having waited ``waited_ms`` while the variant is being made;
+    or, once it is ready (``waited_ms`` None), the URL as signed, whose 302 caches keep under
+    the URL the page names rather than under a ``?waited=`` one."""
+
+    waited_ms: int | None
+
+
+@dataclass(frozen=True)
+class Target:
+    storage_key: str
+    content_type: str
+    sniffed_type: str | None
+    size: int
+    filename: str
+    immutable: bool  # a pinned version or a variant: these bytes never change
+
+
+def delivery_resolve(
+    *,
+    key_id: str,
+    file_id: str,
+    options_text: str,
+    signature: str,
+    accept: str,
+    waited_ms: int | None,
+) -> Redirect | Wait:
+    """Resolve one delivery URL.
+
+    1. The key (active) and the signature over the path; then the options' shape and the
+       expiry. Nothing is trusted before the signature matches.
+    2. The project's resolution budget (per minute, in Redis).
+    3. The file (the key's tenant's, visible, uploaded), then the target: the current
+       version, the pinned one, or the transform's variant (made on demand, waited for).
+    4. The store's URL, signed at the window's start so the same URL answers the same
+       Location for the whole window; the target's size counted as bandwidth.
+    """
+    key = _key(key_id)
+    if key is None or not signing.signature_matches(
+        secret_of(key_id=key.id, salt=key.salt), key_id, file_id, options_text, signature
+    ):
+        raise InvalidSignature("The URL's signature does not match, or its key was revoked.")
+    try:
+        options = signing.parse_options(options_text)
+    except signing.Malformed as exc:
+        raise InvalidSignature("The URL's options are not in the signed form.") from exc
+    now = time.time()
+    if options.expires is not None and now >= options.expires:
+        raise UrlExpired("The URL has expired.", details={"expiredAt": _iso(options.expires)})
+    _count(key.project_id)
+    tenant = Tenant(project=key.project, mode=key.mode)
+    file = file_get(tenant=tenant, file_id=file_id)
+    if file.status != File.Status.UPLOADED:
+        raise FileNotFound("The file has no uploaded bytes.")
+    vary_accept = options.format == "auto"
+    if options.has_transform:
+        started = time.monotonic()
+        variant = _variant(tenant, file, options, accept)
+        variant = _wait_for(variant, waited_ms or 0)
+        if variant.status == VStatus.READY and waited_ms is not None:
+            return Wait(waited_ms=None)
+        if variant.status != VStatus.READY:
+            waited_ms = (waited_ms or 0) + int((time.monotonic() - started) * 1000)
+            if waited_ms >= settings.SERVICE_DELIVERY_TRANSFORM_WAIT_SECONDS * 1000:
+                raise VariantNotReady(
+                    "The image is still being made; retry shortly.",
+                    status=503,
+                    details={"status": variant.status},
+                )
+            return Wait(waited_ms=waited_ms)
+        target = _variant_target(file, variant)
+    else:
+        target = _version_target(file, options.version)
+    window = settings.SERVICE_DELIVERY_WINDOW_SECONDS
+    window_start = int(now // window) * window
+    location = objectstore.signed_get_url(
+        key=target.storage_key,
+        signed_at=datetime.fromtimestamp(window_start, UTC),
+        expires_in=min(2 * window, MAX_PRESIGN_SECONDS),
+        response_headers=_response_headers(target, window),
+    )
+    bandwidth_record(tenant=tenant, size=target.size)
+    # The Location lives until window_start + 2 windows, so a copy of this answer kept for
+    # up to one window still leads somewhere valid; an unpinned URL is kept briefly so a
+    # replace shows; never beyond the URL's own expiry.
+    max_age = window
+    if options.version is None:
+        max_age = min(max_age, settings.SERVICE_DELIVERY_CURRENT_MAX_AGE)
+    if options.expires is not None:
+        max_age = min(max_age, int(options.expires - now))
+    return Redirect(location=location, max_age=max(0, max_age), vary_accept=vary_accept)
+
+
+def _iso(unix: int) -> str:
+    return datetime.fromtimestamp(unix, UTC).isoformat().replace("+00:00", "Z")
+
+
+def _key(key_id: str) -> DeliveryKey | None:
+    if not looks_like_id(key_id, "dk"):
+        return None
+    return (
+        DeliveryKey.objects.select_related("project")
+        .filter(id=key_id, revoked_at__isnull=True)
+        .first()
+    )
+
+
+@lru_cache(maxsize=1)
+def _redis() -> redis.Redis:
+    return redis.Redis.from_url(
+        settings.REDIS_URL, socket_timeout=0.25, socket_connect_timeout=0.25
+    )
+
+
+def _count(project_id: str) -> None:
+    """One resolution against the project's budget for this minute (a fixed window, as the
+    API keys' limits). Redis down: let it through, as the API keys' limiter does."""
+    limit = settings.SERVICE_DELIVERY_RATE_PER_MINUTE
+    if limit <= 0:
+        return
+    now = time.time()
+    minute = int(now // 60)
+    prefix = settings.CACHES["default"].get("KEY_PREFIX", "storage")
+    counter = f"{prefix}:delivery:{project_id}:{minute}"
+    try:
+        pipe = _redis().pipeline(transaction=True)
+        pipe.incr(counter)
+        pipe.expire(counter, 65)
+        count, _ = pipe.execute()
+    except redis.RedisError as exc:
+        logger.warning("delivery budget skipped: Redis unavailable (%s)", type(exc).__name__)
+        return
+    if int(count) > limit:
+        raise RateLimited(
+            f"The project's delivery URLs resolved more than {limit} times this minute.",
+            retry_after=max(1, int((minute + 1) * 60 - now)),
+        )
+
+
+def auto_format(accept: str, source_type: str | None) -> str:
+    """AVIF, else WebP, as the browser lists them; else JPEG, or PNG for a source whose format
+    can carry transparency (PNG, GIF, WebP, AVIF, TIFF), so an alpha channel is kept."""
+    listed = accept.lower()
+    if "image/avif" in listed:
+        return "avif"
+    if "image/webp" in listed:
+        return "webp"
+    return "jpeg" if source_type == "image/jpeg" else "png"
+
+
+def transform_params(options: signing.Options, *, accept: str, source_type: str | None) -> Params:
+    """The variant parameters a URL's transform names (POST …/transform's defaults for the
+    omitted ones); signed by the key's holder, but checked as that endpoint checks them."""
+    problems: dict[str, list[str]] = {}
+    for name in ("width", "height"):
+        value = getattr(options, name)
+        if value is not None and not 1 <= value <= MAX_DIMENSION:
+            problems[name] = [f"Must be from 1 to {MAX_DIMENSION}."]
+    if options.width is None and options.height is None:
+        problems["width"] = ["Give width or height (or both)."]
+    if options.fit is not None and options.fit not in FITS:
+        problems["fit"] = [f"Must be one of: {', '.join(FITS)}."]
+    if options.format is not None and options.format not in DELIVERY_FORMATS:
+        problems["format"] = [f"Must be one of: {', '.join(DELIVERY_FORMATS)}."]
+    if options.quality is not None and not 1 <= options.quality <= 100:
+        problems["quality"] = ["Must be from 1 to 100."]
+    if problems:
+        raise ValidationError("The URL's transform is invalid.", details=problems)
+    fmt = options.format or "webp"
+    if fmt == "auto":
+        fmt = auto_format(accept, source_type)
+    return Params(
+        width=options.width,
+        height=options.height,
+        fit=options.fit or "cover",
+        format=fmt,
+        quality=options.quality or 80,
+    )
+
+
+def _variant(tenant: Tenant, file: File, options: signing.Options, accept: str) -> Variant:
+    """The transform's variant: found, or asked for exactly as POST …/transform asks (the
+    same label, row, events and caps; one variant when first requests race)."""
+    params = transform_params(options, accept=accept, source_type=file.sniffed_type)
+    version = options.version or file.version
+    found = (
+        Variant.objects.select_related("output_object")
+        .filter(file_id=file.id, version=version, label=params.label)
+        .first()
+    )
+    if found is not None:
+        return found
+    return variant_transform(tenant=tenant, file_id=file.id, params=params, version=options.version)
+
+
+def _wait_for(variant: Variant, waited_ms: int) -> Variant:
+    """Poll the row, backing off, for at most one hold (SERVICE_DELIVERY_TRANSFORM_HOLD_MS)
+    and never past the total wait: the request thread is held briefly, then the browser
+    is sent back to ask again (see delivery/resolve.py)."""
+    total_left = settings.SERVICE_DELIVERY_TRANSFORM_WAIT_SECONDS * 1000 - waited_ms
+    hold = max(0, min(settings.SERVICE_DELIVERY_TRANSFORM_HOLD_MS, total_left)) / 1000
+    deadline = time.monotonic() + hold
+    delay = 0.02
+    while variant.status in (VStatus.PENDING, VStatus.PROCESSING):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        time.sleep(min(delay, left))
+        delay = min(delay * 2, 0.2)
+        variant = Variant.objects.select_related("output_object").get(id=variant.id)
+    if variant.status == VStatus.FAILED:
+        raise VariantFailed(
+            f"The image could not be made: {variant.failure_reason}",
+            details={"variantId": variant.id, "reason": variant.failure_reason},
+        )
+    return variant
+
+
+def _variant_target(file: File, variant: Variant) -> Target:
+    assert variant.output_object is not None  # ready
+    _, content_type, extension = FORMATS[variant.format]
+    stem = PurePosixPath(file.filename).stem or "image"
+    return Target(
+        storage_key=variant.output_object.storage_key,
+        content_type=content_type,
+        sniffed_type=content_type,
+        size=variant.size or 0,
+        filename=f"{stem}_{variant.label}.{extension}",
+        immutable=True,
+    )
+
+
+def _version_target(file: File, version: int | None) -> Target:
+    if version is None or version == file.version:
+        stored = file.current_object
+        return Target(
+            storage_key=stored.storage_key,
+            content_type=file.content_type,
+            sniffed_type=file.sniffed_type,
+            size=file.size,
+            filename=file.filename,
+            immutable=version is not None,
+        )
+    published = (
+        FileVersion.objects.select_related("stored_object")
+        .filter(file_id=file.id, version=version)
+        .first()
+    )
+    if published is None or published.stored_object.purged_at is not None:
+        raise FileNotFound(f"The file has no version {version}.")
+    return Target(
+        storage_key=published.stored_object.storage_key,
+        content_type=published.content_type,
+        sniffed_type=published.stored_object.sniffed_type,
+        size=published.size,
+        filename=file.filename,
+        immutable=True,
+    )
+
+
+def _response_headers(target: Target, window: int) -> dict[str, str]:
+    """The store's answer: its type, inline only when both the declared and the sniffed
+    type render safely, and cacheable publicly for one window (the Location's life is two)."""
+    inline = renders_safely(target.content_type) and (
+        target.sniffed_type is None or renders_safely(target.sniffed_type)
+    )
+    disposition = objectstore.content_disposition(target.filename)
+    if inline:
+        disposition = "inline" + disposition.removeprefix("attachment")
+    cache_control = f"public, max-age={window}" + (", immutable" if target.immutable else "")
+    return {
+        "response-cache-control": cache_control,
+        "response-content-disposition": disposition,
+        "response-content-encoding": objectstore.DOWNLOAD_CONTENT_ENCODING,
+        "response-content-language": objectstore.DOWNLOAD_CONTENT_LANGUAGE,
+        "response-content-type": target.content_type,
+    }

@@ -1,0 +1,121 @@
+"""Debian's nginx in front of the API with deploy/nginx/storage-delivery.conf: delivery
+URLs' redirects are cached by their Cache-Control, for real (`make test` installs nginx)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+import requests
+
+from accounts.models import BandwidthUsage
+from tests.factories import Actor, make_actor
+from tests.helpers import uploaded_file
+from tests.servers import free_port, serve_api
+from tests.storage import get_from, put_to
+from tests.variants.images import encode, stripes
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIG = ROOT / "deploy" / "nginx" / "storage-delivery.conf"
+NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
+MAX_AGE = 2  # the API's SERVICE_DELIVERY_CURRENT_MAX_AGE here, so expiry is quick to see
+# nginx counts a copy's life in whole seconds of its clock: a copy may outlive its max-age by
+# up to one second.
+EXPIRED = MAX_AGE + 1.5
+
+
+@pytest.fixture
+def actor(transactional_db: None) -> Actor:
+    return make_actor("behind-nginx")
+
+
+@pytest.fixture
+def nginx(transactional_db: None, tmp_path: Path) -> Iterator[str]:
+    """nginx on a free port, in front of an API server of the test's own."""
+    if not os.path.exists(NGINX):
+        pytest.fail("nginx is not installed: `make nginx` installs Debian's")
+    with serve_api(workers=1, SERVICE_DELIVERY_CURRENT_MAX_AGE=str(MAX_AGE)) as api:
+        port = free_port()
+        site = (
+            CONFIG.read_text()
+            .replace("/var/cache/nginx/storage-delivery", str(tmp_path / "cache"))
+            .replace("127.0.0.1:8000", urlsplit(api).netloc)
+            .replace("listen 80;", f"listen 127.0.0.1:{port};")
+        )
+        (tmp_path / "site.conf").write_text(site)
+        temp = {name: tmp_path / name for name in ("body", "proxy", "fastcgi", "uwsgi", "scgi")}
+        (tmp_path / "nginx.conf").write_text(
+            ("user root;\n" if os.geteuid() == 0 else "")
+            + f"daemon off;\nworker_processes 1;\npid {tmp_path}/nginx.pid;\n"
+            f"error_log {tmp_path}/error.log warn;\nevents {{}}\nhttp {{\n"
+            f"access_log {tmp_path}/access.log;\n"
+            + "".join(f"{name}_temp_path {path};\n" for name, path in temp.items()).replace(
+                "body_temp_path", "client_body_temp_path"
+            )
+            + f"include {tmp_path}/site.conf;\n}}\n"
+        )
+        server = subprocess.Popen([NGINX, "-p", str(tmp_path), "-c", str(tmp_path / "nginx.conf")])
+        base = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + 10
+            while True:
+                try:
+                    requests.get(f"{base}/healthz", timeout=2)
+                    break
+                except requests.ConnectionError:
+                    if time.monotonic() > deadline or server.poll() is not None:
+                        raise
+                    time.sleep(0.1)
+            yield base
+        finally:
+            server.terminate()
+            server.wait(timeout=10)
+
+
+def test_redirects_are_cached_replaces_show_and_revocation_ends_at_expiry(
+    actor: Actor, nginx: str
+) -> None:
+    key = actor.post("/v1/delivery-keys", {}).json()["data"]["deliveryKey"]["id"]
+    first, second = encode(stripes((30, 10)), "PNG"), encode(stripes((60, 20)), "PNG")
+    file = uploaded_file(actor, first)
+    path = urlsplit(actor.post(f"/v1/files/{file['id']}/delivery-url", {}).json()["url"]).path
+    url = nginx + path
+
+    def resolve() -> requests.Response:
+        return requests.get(url, allow_redirects=False, timeout=10)
+
+    missed, hit = resolve(), resolve()
+    assert (missed.status_code, missed.headers["X-Cache-Status"]) == (302, "MISS")
+    assert (hit.status_code, hit.headers["X-Cache-Status"]) == (302, "HIT")
+    assert hit.headers["Location"] == missed.headers["Location"]
+    assert get_from(hit.headers["Location"]).content == first
+    # The API saw one resolution: the second never reached it.
+    assert BandwidthUsage.objects.get(project=actor.project).downloads == 1
+
+    started = actor.post(
+        f"/v1/files/{file['id']}/replace", {"contentType": "image/png", "size": len(second)}
+    ).json()
+    assert put_to(started["upload"], second).status_code == 200
+    assert actor.post(f"/v1/files/{file['id']}/replace/complete").status_code == 200
+    time.sleep(EXPIRED)
+    renewed = resolve()
+    assert renewed.headers["X-Cache-Status"] in {"EXPIRED", "MISS"}
+    assert get_from(renewed.headers["Location"]).content == second
+
+    assert actor.delete(f"/v1/delivery-keys/{key}").status_code == 200
+    held = resolve()
+    assert held.status_code == 302, held.text  # the cached copy, until its max-age runs out
+    time.sleep(EXPIRED)
+    for _ in range(2):  # refusals are never cached
+        refused = resolve()
+        assert refused.status_code == 403
+        assert refused.json()["error"]["code"] == "INVALID_SIGNATURE"
+        assert refused.headers["X-Cache-Status"] in {"EXPIRED", "MISS"}
