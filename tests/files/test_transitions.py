@@ -23,7 +23,16 @@ from tests.jobs.seeding import job_of, run_job
 
 pytestmark = pytest.mark.django_db
 
-FILE_FIELDS = {"fileId", "filename", "path", "contentType", "size", "version", "status"}
+FILE_FIELDS = {
+    "fileId",
+    "filename",
+    "path",
+    "contentType",
+    "size",
+    "version",
+    "status",
+    "uploadTokenId",
+}
 BASE_FIELDS = {"projectId", "organizationId"}
 
 
