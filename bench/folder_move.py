@@ -244,9 +244,11 @@ def main() -> int:
     ):
         log(f"removing the leftover project {old}")
         remove(url, old)
-    from files.models import File, Job
+    from events.models import Event
+    from files.models import File
+    from jobs.models import Job
     from storage_service.celery import app
-    from webhooks.models import Delivery, Event
+    from webhooks.models import Delivery
 
     project_a = project_create(name=f"bench-folder-move-{int(time.time())}")
     project_b = project_create(name=f"bench-folder-other-{int(time.time())}")

@@ -5,7 +5,7 @@
 
 Seeds ``--rows`` events and as many deliveries (one per event) into the bench database, all
 past the retention window, plus 10% inside it (kept), then runs the sweep
-(``webhooks.services.events_delete_expired``) to the end and prints the time of each batch
+(``events.services.events_delete_expired``) to the end and prints the time of each batch
 (select a page of ids on the primary key, delete it) by decile of the run: the first batches
 run over the full tables, the last over nearly empty ones. A sweep that rescanned from the
 start, or scanned for the cutoff, would grow with the rows deleted before it; this one reads
@@ -94,7 +94,7 @@ def main() -> None:
     from django.conf import settings
     from django.db import connection
 
-    from webhooks.services import events_delete_expired
+    from events.services import events_delete_expired
 
     connection.set_autocommit(True)
     seed(args.rows)

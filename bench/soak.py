@@ -477,8 +477,9 @@ def register_webhooks(
 
 def settle_and_compare(url: str, endpoints: dict[str, str], receiver: Receiver) -> dict[str, Any]:
     """Wait for the deliveries to finish, then compare events, deliveries and arrivals."""
+    from events.models import Event
     from variants.models import Variant
-    from webhooks.models import Delivery, Event
+    from webhooks.models import Delivery
 
     # Thumbnails first: finishing one records file.processed, which is delivered too.
     unfinished = [Variant.Status.PENDING, Variant.Status.PROCESSING]
@@ -536,7 +537,7 @@ def _project_endpoints(project_id: str) -> set[str]:
 
 
 def _envelope(event: Any) -> dict[str, Any]:
-    from webhooks.envelope import event_envelope
+    from events.envelope import event_envelope
 
     return json.loads(json.dumps(event_envelope(event)))
 

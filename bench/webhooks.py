@@ -1,7 +1,7 @@
 """Webhook delivery: deliveries per second, and latency from an event's commit to its arrival.
 
 One project with 20 endpoints on a local receiver (all events), then events recorded through
-``webhooks.services.event_record`` exactly as the API records them (one transaction each; the
+``events.services.event_record`` exactly as the API records them (one transaction each; the
 fan-out and the after-commit message included), in two phases:
 
 - paced: events at a steady rate (``--rate`` per second, default 30, so 600 deliveries per
@@ -189,7 +189,7 @@ def record_events(project: Any, count: int, rate: float | None) -> dict[str, flo
     from django.db import connection, transaction
 
     from accounts.tenancy import Tenant
-    from webhooks.services import event_record
+    from events.services import event_record
 
     committed: dict[str, float] = {}
     counter = itertools.count()

@@ -465,7 +465,7 @@ def final_checks(
     variants = list(Variant.objects.all())
     not_ready = [v.id for v in variants if v.status != Variant.Status.READY]
     # "Made once": one output object per variant, and one file.processed event per variant.
-    from webhooks.models import Event
+    from events.models import Event
 
     processed = Counter(
         e.data.get("variantId") for e in Event.objects.filter(type="file.processed")

@@ -24,11 +24,11 @@ from django.utils.html import format_html
 
 from accounts.models import Project
 from accounts.tenancy import Tenant
+from events.selectors import file_events
 from files import console
-from files.models import File, FileVersion, Job, StoredObject
+from files.models import File, FileVersion, StoredObject
 from files.services import file_delete, file_restore
 from storage_service.adminperms import ReadOnlyAdmin, ReadOnlyInline, each_through_service
-from webhooks.selectors import file_events
 
 # Values a client sent (names, paths, types) are shown escaped and cut to this many characters.
 SHOWN_CHARS = 60
@@ -304,42 +304,3 @@ class StoredObjectAdmin(ReadOnlyAdmin):
     @admin.display(description="Size", ordering="size")
     def human_size(self, obj: StoredObject) -> str:
         return "-" if obj.size is None else filesizeformat(obj.size)
-
-
-@admin.register(Job)
-class JobAdmin(ReadOnlyAdmin):
-    """Folder operations and their progress: staff see them, only the service changes them."""
-
-    list_display = (
-        "id",
-        "project",
-        "mode",
-        "type",
-        "status",
-        "files_done",
-        "files_total",
-        "created_at",
-        "finished_at",
-    )
-    list_filter = ("status", "type", "mode")
-    # Exact matches only: each is an index's leading column (the id, the project).
-    search_fields = ("=id", "=project__id")
-    readonly_fields = (
-        "id",
-        "project",
-        "mode",
-        "type",
-        "status",
-        "params",
-        "files_total",
-        "files_done",
-        "error",
-        "cursor",
-        "failed_attempts",
-        "leased_until",
-        "created_at",
-        "updated_at",
-        "finished_at",
-    )
-    exclude = ("lease_token",)
-    show_full_result_count = False

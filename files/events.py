@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from accounts.tenancy import Tenant
+from events.models import Event
+from events.services import event_record
 from files.models import File
-from webhooks.models import Event
-from webhooks.services import event_record
 
 
 def file_event_data(file: File) -> dict[str, Any]:

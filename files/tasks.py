@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import secrets
 
 from celery import shared_task
 from django.conf import settings
@@ -46,28 +45,3 @@ def fold_usage() -> int:
     if folded:
         logger.info("usage fold: %d tenant(s) folded", folded)
     return folded
-
-
-@shared_task(name="files.tasks.run_job")
-def run_job(job_id: str) -> str:
-    """Run the job for a slice of time, then send it again if it is not done (the job's row
-    says where it stopped; a run killed mid-batch is taken over from there)."""
-    outcome = services.job_run(
-        job_id=job_id,
-        token=secrets.token_hex(16),
-        slice_seconds=settings.SERVICE_JOB_SLICE_SECONDS,
-    )
-    if outcome == "more":
-        services.job_enqueue(job_id)
-    return outcome
-
-
-@shared_task(name="files.tasks.sweep_jobs")
-def sweep_jobs() -> int:
-    """Beat: send again every job pending or running that no live run holds."""
-    lost = services.jobs_lost()
-    for job_id in lost:
-        services.job_enqueue(job_id)
-    if lost:
-        logger.info("job sweep: %d job(s) sent again", len(lost))
-    return len(lost)

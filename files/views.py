@@ -14,28 +14,35 @@ from rest_framework import viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from accounts.context import tenant_of, upload_grant_of
+from accounts.context import api_key_of, tenant_of, upload_grant_of
 from accounts.scopes import scope
+from accounts.tenancy import Tenant
+from accounts.throttling import refusal_wait
 from files import selectors, services
 from files.filters import FileFilterSet, FolderFilterSet
 from files.models import File, FileQuerySet
 from files.openapi import FILE_ID, file_links
 from files.serializers import (
     FILE_FIELDS,
+    BatchRequest,
     CopyRequest,
     DownloadUrlRequest,
     ReplaceRequest,
     UpdateRequest,
     UploadRequest,
+    batch_result_json,
     completed_json,
     deleted_json,
     download_url_json,
+    file_answer,
     file_json,
     file_with_upload_json,
     folder_json,
     upload_arguments,
 )
+from files.services import Operation, Outcome
 from files.shapes import (
+    BatchResultJson,
     DownloadUrlJson,
     FileCompletedJson,
     FileDeletedJson,
@@ -44,6 +51,7 @@ from files.shapes import (
     FolderJson,
 )
 from files.validation import clean_path
+from storage_service.errors import RateLimited, exception_handler
 from storage_service.idempotency import (
     IDEMPOTENCY_KEY,
     IDEMPOTENT_REPLAYED,
@@ -326,6 +334,89 @@ class FileViewSet(viewsets.GenericViewSet):
         file = services.file_restore(tenant=tenant_of(request), file_id=file_id)
         answer: FileJson = file_json(file)
         return Response(answer)
+
+
+class FileBatchViewSet(viewsets.ViewSet):
+    @extend_schema(
+        extensions=scope("files:write"),
+        tags=["files"],
+        summary="Up to 100 file operations in one request",
+        description="Each operation runs on its own, exactly as its single endpoint "
+        "(`PATCH`, `DELETE`, `…/restore`, `…/copy`), with the same checks and events; one "
+        "refused does not stop the others. The answer lists, in request order, each "
+        "operation's status and body as that endpoint answers them. The request is checked "
+        "whole first: a malformed operation (unknown `op` or field, missing `id`, an id "
+        "given twice, a field its endpoint would refuse) is one 400 and nothing runs. Each "
+        "operation counts against the key's write budget (429 for the whole batch, nothing "
+        "run, when the budget cannot cover it).",
+        parameters=[IDEMPOTENCY_KEY, IDEMPOTENT_REPLAYED],
+        request=BatchRequest,
+        responses={200: Data[list[BatchResultJson]], **errors_of("IDEMPOTENCY_KEY_REUSED")},
+    )
+    def batch(self, request: Request) -> Response:
+        body = validated(BatchRequest, request.data)
+        key = idempotency_key(request)
+        operations = body["operations"]
+        _count_operations(request, len(operations))
+        tenant = tenant_of(request)
+        answer = services.files_batch(
+            tenant=tenant,
+            operations=[_operation(tenant, operation) for operation in operations],
+            render=lambda outcomes: {"data": [_result(outcome, request) for outcome in outcomes]},
+            idempotency_key=key,
+            request_hash=request_fingerprint(request.data) if key is not None else "",
+        )
+        response = Response(answer.body)
+        if answer.replayed:
+            response["Idempotent-Replayed"] = "true"
+        return response
+
+
+def _count_operations(request: Request, count: int) -> None:
+    """The request itself was counted by the throttle; each further operation is counted
+    here, before any runs. The budget's first refusal refuses the whole batch."""
+    api_key = api_key_of(request)
+    for _ in range(count - 1):
+        wait = refusal_wait(api_key, request.method or "POST")
+        if wait is not None:
+            raise RateLimited(
+                f"The key's write budget cannot cover {count} operations this minute.",
+                retry_after=int(wait + 0.999),
+            )
+
+
+def _operation(tenant: Tenant, operation: dict[str, Any]) -> Operation:
+    """The service call of the operation's single endpoint, with its validated fields."""
+    op, file_id, fields = operation["op"], operation["id"], operation["fields"]
+    if op == "update":
+        return Operation(
+            op,
+            file_id,
+            lambda: services.file_update(tenant=tenant, file_id=file_id, changes=fields),
+        )
+    if op == "delete":
+        return Operation(op, file_id, lambda: services.file_delete(tenant=tenant, file_id=file_id))
+    if op == "restore":
+        return Operation(op, file_id, lambda: services.file_restore(tenant=tenant, file_id=file_id))
+    return Operation(
+        op,
+        file_id,
+        lambda: services.file_copy(
+            tenant=tenant,
+            file_id=file_id,
+            filename=fields.get("filename"),
+            path=fields.get("path", ...),
+        ),
+    )
+
+
+def _result(outcome: Outcome, request: Request) -> BatchResultJson:
+    if outcome.error is None:
+        return batch_result_json(outcome, file_answer(outcome))
+    # The refusal rendered by the one exception handler, exactly as the endpoint would.
+    rendered = exception_handler(outcome.error, {"request": request, "view": None})
+    assert rendered is not None
+    return batch_result_json(outcome, (rendered.status_code, rendered.data))
 
 
 class FolderViewSet(viewsets.GenericViewSet):

@@ -33,7 +33,16 @@ from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = "storage-service"
-PACKAGES = ["storage_service", "accounts", "files", "uploads", "variants", "webhooks"]
+PACKAGES = [
+    "storage_service",
+    "accounts",
+    "events",
+    "jobs",
+    "files",
+    "uploads",
+    "variants",
+    "webhooks",
+]
 # What a bare virtualenv brings, and the project itself.
 NOT_PINNED = {"pip", "setuptools", "wheel", PROJECT}
 # A production profile that starts: dummy secrets and host names, nothing reachable needed.

@@ -1,9 +1,10 @@
 """Typed hooks: how an upstream app lets downstream apps react without importing them.
 
-Apps depend in one direction only: accounts <- webhooks <- files <- {uploads, variants}
-(checked by import-linter, ``make lint``). When something upstream must make a downstream app
-act -- files publishes a version and variants makes its thumbnail -- the upstream app declares
-a hook and sends it; the downstream app registers its receiver in its ``AppConfig.ready``.
+Apps depend in one direction only: accounts <- events <- jobs <- {files, webhooks};
+files <- {uploads, variants} (checked by import-linter, ``make lint``). When something
+upstream must make a downstream app act -- files publishes a version and variants makes its
+thumbnail -- the upstream app declares a hook and sends it; the downstream app registers its
+receiver in its ``AppConfig.ready``.
 
 A hook is declared by its prototype, a function whose signature every receiver must have::
 

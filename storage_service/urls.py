@@ -12,15 +12,17 @@ from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
 from accounts.views import MeView, UsageView
 from delivery.resolve import resolve as delivery_resolve
 from delivery.views import DeliveryKeyViewSet, DeliveryUrlViewSet
-from files.jobviews import FileBatchViewSet, FolderOperationViewSet, JobViewSet
-from files.views import FileViewSet, FolderViewSet
+from events.views import EventViewSet
+from files.folderviews import FolderOperationViewSet
+from files.views import FileBatchViewSet, FileViewSet, FolderViewSet
+from jobs.views import JobViewSet
 from storage_service.errors import handler404 as handler404_view
 from storage_service.health import healthz, readyz
 from storage_service.home import home
 from uploads.tokenviews import UploadTokenViewSet
 from uploads.views import MultipartUploadViewSet
 from variants.views import VariantViewSet
-from webhooks.views import DeliveryViewSet, EventViewSet, WebhookViewSet
+from webhooks.views import DeliveryViewSet, WebhookViewSet
 
 files = FileViewSet.as_view
 variants = VariantViewSet.as_view

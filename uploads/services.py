@@ -17,6 +17,8 @@ from django.utils import timezone
 
 from accounts.grants import UploadGrant
 from accounts.tenancy import Tenant
+from events.models import Event
+from events.services import event_record
 from files.events import record_file_event
 from files.models import File, IdempotencyRecord, StoredObject
 from files.services.common import Verified, discard, publish, verify
@@ -40,8 +42,6 @@ from uploads.auth import token_has_room
 from uploads.models import UploadSession
 from uploads.selectors import upload_get, upload_lock
 from uploads.sizing import PartPlan, plan_parts
-from webhooks.models import Event
-from webhooks.services import event_record
 
 logger = logging.getLogger(__name__)
 

@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from accounts.services import bandwidth_record
 from accounts.tenancy import Tenant
+from events.models import Event
 from files.events import record_file_event
 from files.models import File, FileVersion, StoredObject
 from files.selectors import file_get
@@ -41,7 +42,6 @@ from variants.models import Variant
 from variants.placeholder import placeholder_of
 from variants.selectors import variant_of
 from variants.serializers import variant_json
-from webhooks.models import Event
 
 logger = logging.getLogger(__name__)
 VStatus = Variant.Status

@@ -1,10 +1,10 @@
-"""Webhooks for operators: endpoints, their deliveries (with "redeliver"), and the events.
+"""Webhooks for operators: endpoints and their deliveries (with "redeliver"), also shown on
+each event's page (events/admin.py).
 
 Everything is read-only: an endpoint's URL is checked against private networks when it is
-registered, events are the outbox of changes already made, and deliveries move only through
-the delivery engine. The changes offered are "redeliver" and "re-enable" (an endpoint the
-delivery engine disabled), each through the same service as the API's endpoint, so they do
-and refuse what the API does.
+registered, and deliveries move only through the delivery engine. The changes offered are
+"redeliver" and "re-enable" (an endpoint the delivery engine disabled), each through the same
+service as the API's endpoint, so they do and refuse what the API does.
 
 An endpoint's secrets are never shown: they are left out of every list, page and form here
 (each was shown once, to the client, at registration or rotation). When a rotation's overlap
@@ -19,30 +19,10 @@ from django.http import HttpRequest
 from django.utils import timezone
 
 from accounts.tenancy import Tenant
+from events.admin import by_id_prefix, event_page_inline
 from storage_service.adminperms import ReadOnlyAdmin, ReadOnlyInline, each_through_service
-from storage_service.ids import looks_like_id
-from webhooks.models import Delivery, Endpoint, Event
+from webhooks.models import Delivery, Endpoint
 from webhooks.services import delivery_redeliver, endpoint_enable
-
-
-def by_id_prefix(
-    queryset: QuerySet, search_term: str, columns: dict[str, str], otherwise: str | None = None
-) -> tuple[QuerySet, bool]:
-    """Search by the one column the term's id prefix names (``evt_…`` is an event id).
-
-    Django's default ORs every search field into one condition, and an OR with an unindexed
-    column (an event's type) reads the whole table; this way each search is one index lookup
-    (or, for an event type, the newest-first scan of the primary key, filtered).
-    """
-    term = search_term.strip()
-    if not term:
-        return queryset, False
-    for prefix, column in columns.items():
-        if looks_like_id(term, prefix):
-            return queryset.filter(**{column: term}), False
-    if otherwise is not None:
-        return queryset.filter(**{otherwise: term}), False
-    return queryset.none(), False
 
 
 @admin.action(description="Re-enable the selected endpoints", permissions=["operate"])
@@ -184,6 +164,7 @@ class DeliveryAdmin(ReadOnlyAdmin):
         return error if len(error) <= 80 else error[:79] + "…"
 
 
+@event_page_inline
 class DeliveryInline(ReadOnlyInline):
     model = Delivery
     fields = (
@@ -198,24 +179,3 @@ class DeliveryInline(ReadOnlyInline):
     readonly_fields = fields
     ordering = ("id",)
     show_change_link = True
-
-
-@admin.register(Event)
-class EventAdmin(ReadOnlyAdmin):
-    list_display = ("id", "type", "project", "created_at")
-    list_filter = ("type",)
-    list_select_related = ("project",)
-    search_fields = ("=id", "=type", "=project__id")
-    search_help_text = "An event id, an exact type (file.uploaded), or a project id."
-    ordering = ("-id",)  # time-ordered ids: the primary key serves the newest-first page
-    show_full_result_count = False
-    fields = ("id", "type", "project", "created_at", "data")
-    readonly_fields = fields
-    inlines = [DeliveryInline]
-
-    def get_search_results(
-        self, request: HttpRequest, queryset: QuerySet, search_term: str
-    ) -> tuple[QuerySet, bool]:
-        return by_id_prefix(
-            queryset, search_term, {"evt": "id", "proj": "project_id"}, otherwise="type"
-        )

@@ -19,7 +19,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection, transaction
 
-from webhooks.models import Event
+from events.models import Event
 
 LEASE_MARGIN_SECONDS = 60
 
@@ -41,7 +41,7 @@ class Claimed:
     claimed_at: datetime
 
     def event(self) -> Event:
-        """The event of this row (read in the claim's join), for webhooks.envelope."""
+        """The event of this row (read in the claim's join), for events.envelope."""
         data = self.event_data
         if isinstance(data, str | bytes):  # Django's psycopg backend hands jsonb over as text
             data = json.loads(data)

@@ -24,10 +24,10 @@ from datetime import datetime
 from django.conf import settings
 from django.db import close_old_connections
 
+from events.envelope import envelope_body
 from webhooks import sender
 from webhooks.admission import slots
 from webhooks.claims import Claimed
-from webhooks.envelope import envelope_body
 from webhooks.network import IPAddress, Target, UrlRefused, checked_addresses, parse_url
 from webhooks.outcomes import Outcome, Retry, defer, record
 from webhooks.signing import signature_header

@@ -21,9 +21,10 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from accounts.tenancy import Tenant
+from events.models import Event
+from events.services import event_record
 from webhooks.claims import write_unflushed
-from webhooks.models import Endpoint, Event
-from webhooks.services import event_record
+from webhooks.models import Endpoint
 
 logger = logging.getLogger(__name__)
 

@@ -8,6 +8,7 @@ from typing import Any, cast
 from django.utils import timezone
 from rest_framework import serializers
 
+from events.models import Event
 from storage_service.serializers import (
     CleanedField,
     StrictSerializer,
@@ -16,7 +17,7 @@ from storage_service.serializers import (
     with_schema,
 )
 from storage_service.timefmt import iso, iso_required
-from webhooks.models import Delivery, Endpoint, Event
+from webhooks.models import Delivery, Endpoint
 from webhooks.network import MAX_URL_LENGTH, URL_PATTERN, UrlRefused, parse_url
 from webhooks.services import ROTATION_OVERLAP_DEFAULT_SECONDS, ROTATION_OVERLAP_MAX_SECONDS
 from webhooks.shapes import (

@@ -1,24 +1,24 @@
-"""Every change of the webhooks app: events and their fan-out, endpoints, redelivery."""
+"""Every change of the webhooks app: the deliveries each event brings (written with it, by
+events/services.py), endpoints, redelivery."""
 
 from __future__ import annotations
 
-import json
 import logging
-import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, NamedTuple
+from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import DateTimeField, ExpressionWrapper
 from django.db.models.functions import Now
-from django.utils import timezone
 
 from accounts.models import Project
 from accounts.tenancy import Tenant
+from events import outbox
+from events.services import EVENT_TYPES
 from storage_service.celery import app
 from storage_service.errors import (
     DeliveryAlreadyDelivered,
@@ -27,8 +27,8 @@ from storage_service.errors import (
     WebhookLimitReached,
     WebhookNotFound,
 )
-from storage_service.ids import first_id_at, looks_like_id, new_id
-from webhooks.models import Delivery, Endpoint, Event
+from storage_service.ids import looks_like_id, new_id
+from webhooks.models import Delivery, Endpoint
 from webhooks.network import UrlRefused, validate_webhook_url
 from webhooks.selectors import endpoint_get
 from webhooks.signing import new_secret
@@ -41,26 +41,7 @@ DELIVER_TASK = "webhooks.tasks.deliver"
 DRAIN_TASK = "webhooks.tasks.drain_project"
 # Per project *and* mode: test and live endpoints are separate data, each mode its own 20.
 MAX_ENDPOINTS_PER_PROJECT = 20
-EVENT_TYPES: tuple[str, ...] = tuple(Event.Type.values)
 
-
-# Every API change that records an event pays for this, so it is one round trip when no
-# endpoint is subscribed (most events): the event row, and the subscribed endpoints found in
-# the same statement. A delivery per endpoint found is then inserted by a second statement,
-# its id made by new_id as every id is. The first attempt is due at the database's now(), the
-# clock every due-time comparison uses, so an API host's clock cannot delay it.
-_RECORD_SQL = """
-WITH event AS (
-    INSERT INTO webhooks_event (id, project_id, mode, type, data, created_at)
-    VALUES (%s, %s, %s, %s, %s::jsonb, %s)
-)
-SELECT ARRAY(
-    SELECT e.id FROM webhooks_endpoint AS e
-    WHERE e.project_id = %s AND e.mode = %s AND e.status = 'ACTIVE'
-      AND (e.events IS NULL OR %s = ANY(e.events))
-    ORDER BY e.id
-)
-"""
 
 # The deliveries of events (ids made here, by new_id): one row per (id, endpoint, event) of
 # the three arrays. An endpoint deleted since it was found is skipped, not an error.
@@ -147,92 +128,6 @@ def drain_end(project_id: str, *, has_due: Callable[[], bool]) -> None:
         return
     if has_due():
         drain_start(project_id)
-
-
-@dataclass(frozen=True)
-class ChangeSql:
-    """A change written in the same statement that reads its events' data.
-
-    ``ctes``: data-modifying CTEs (``name AS (INSERT ...), ``, each followed by a comma and
-    a space) with positional ``%s`` parameters ``params``; PostgreSQL runs each exactly once
-    and to completion, whatever the rest of the statement reads. ``returning``: SQL
-    expressions over those CTEs (``(SELECT id FROM name)``) whose values the caller gets back.
-    """
-
-    ctes: str
-    params: list[Any]
-    returning: tuple[str, ...] = ()
-
-
-def event_record(
-    *, tenant: Tenant, type: str, data: dict[str, Any], at: datetime | None = None
-) -> Event:
-    """Write an event row inside the caller's transaction (the outbox), and its deliveries.
-
-    ``data`` always starts with ``projectId`` and ``organizationId``; the caller adds the ids
-    of the resources concerned and the fields the event is about.
-
-    1. The event row.
-    2. One PENDING delivery, due now, per endpoint of the tenant (its project *and* mode)
-       subscribed to the type, in the same transaction: the event and its deliveries commit
-       (or vanish) together. A test-mode event never reaches a live endpoint.
-    3. After commit, one message asks a worker to send them all; if it is lost, the sweep
-       finds the rows due and sends them.
-    """
-    if not transaction.get_connection().in_atomic_block:
-        raise RuntimeError("events must be recorded inside the transaction of their change")
-    recorded = _record(tenant=tenant, type=type, data=data, at=at)
-    event = Event(
-        id=recorded.id,
-        **tenant.owner(),
-        type=type,
-        data=recorded.payload,
-        created_at=recorded.created_at,
-    )
-    event._state.adding, event._state.db = False, recorded.db_alias
-    return event
-
-
-class _Recorded(NamedTuple):
-    """What an event row was written with."""
-
-    id: str
-    payload: dict[str, Any]
-    created_at: datetime
-    db_alias: str
-
-
-def _record(*, tenant: Tenant, type: str, data: dict[str, Any], at: datetime | None) -> _Recorded:
-    project = tenant.project
-    payload = {"projectId": project.id, "organizationId": project.organization_id, **data}
-    now = timezone.now()
-    event_id, created_at = new_id("evt"), at or now
-    # Looked up once: every read through the ``connection`` proxy looks the connection up.
-    db = transaction.get_connection()
-    with db.cursor() as cursor:
-        cursor.execute(
-            _RECORD_SQL,
-            [
-                event_id,
-                project.id,
-                tenant.mode,
-                type,
-                json.dumps(payload),
-                created_at,
-                project.id,
-                tenant.mode,
-                type,
-            ],
-        )
-        (endpoints,) = cursor.fetchone()
-        ids = (
-            _deliveries_insert(cursor, events=[event_id], endpoints=endpoints, now=now)
-            if endpoints
-            else []
-        )
-    if ids:
-        transaction.on_commit(lambda: enqueue(ids))
-    return _Recorded(event_id, payload, created_at, db.alias)
 
 
 @dataclass(frozen=True)
@@ -373,165 +268,51 @@ def delivery_redeliver(*, tenant: Tenant, webhook_id: str, delivery_id: str) -> 
     return delivery
 
 
-# --- Retention --------------------------------------------------------------------------------
+# --- What recording an event writes for webhooks (events/outbox.py) ----------------------
 
-# Event data keys that name or describe a file's content, scrubbed when the file is purged.
-FILE_PERSONAL_KEYS = ("filename", "path", "previousFilename", "previousPath", "metadata")
-
-
-def events_scrub_file(*, project_id: str, file_id: str) -> int:
-    """Remove the file's name, path and metadata from every stored event about it (the
-    purge's tombstone: ids, sizes, types and times stay). Found through the ``event_file``
-    index on ``data->>'fileId'``. What was already delivered cannot be recalled."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            """
-            UPDATE webhooks_event SET data = data - %(keys)s::text[]
-            WHERE (data ->> 'fileId') = %(file_id)s AND project_id = %(project_id)s
-              AND data ?| %(keys)s::text[]
-            """,
-            {"keys": list(FILE_PERSONAL_KEYS), "file_id": file_id, "project_id": project_id},
-        )
-        return cursor.rowcount
-
-
-@dataclass
-class RetentionReport:
-    deliveries: int = 0
-    events: int = 0
-    # Seconds each batch (select a page of ids, delete it) took, in order: flat when the
-    # sweep scales (each batch is one index range scan from where the last one ended).
-    batch_seconds: list[float] = field(default_factory=list)
-    finished: bool = True  # False when the run stopped at its batch budget
-
-
-# A page of event ids below the boundary, after the last page: a range scan of the primary key.
-_PAGE = """
-SELECT id FROM webhooks_event WHERE id > %(after)s AND id < %(before)s ORDER BY id LIMIT %(n)s
-"""
-# Their deliveries, through the delivery_event index. A delivery still PENDING (a redeliver of
-# an old one) is kept; the status is checked again on the locked row, so a redeliver racing
-# the sweep wins.
+# Retention (events_delete_expired) deletes an old event's deliveries through the
+# delivery_event index. A delivery still PENDING (a redeliver of an old one) is kept, and its
+# event with it; the status is checked again on the locked row, so a redeliver racing the
+# sweep wins.
 _DELETE_DELIVERIES = """
 DELETE FROM webhooks_delivery WHERE event_id = ANY(%(ids)s) AND status <> 'PENDING'
 """
-# The events left without deliveries (a kept PENDING delivery keeps its event).
-_DELETE_EVENTS = """
-DELETE FROM webhooks_event AS e WHERE e.id = ANY(%(ids)s)
-  AND NOT EXISTS (SELECT 1 FROM webhooks_delivery AS d WHERE d.event_id = e.id)
-"""
+_KEEPS_EVENT = "EXISTS (SELECT 1 FROM webhooks_delivery AS d WHERE d.event_id = e.id)"
 
 
-def events_delete_expired(
-    *, now: datetime | None = None, max_batches: int | None = None
-) -> RetentionReport:
-    """The retention sweep: delete events created more than ``SERVICE_EVENT_RETENTION_DAYS``
-    ago, with their deliveries.
-
-    Ids are time-ordered (storage_service/ids.py), so "created before the cutoff" is "id below
-    the cutoff's first id": each batch reads the next ``SERVICE_RETENTION_BATCH_SIZE`` event
-    ids of the primary key from where the previous batch ended, deletes their deliveries
-    (through the delivery_event index) and then them, in one short transaction. No table
-    scan, no new index, no long lock, and every batch reads only its own rows, so its cost
-    does not grow with the table or with what earlier batches deleted. A run stops after
-    ``SERVICE_RETENTION_MAX_BATCHES`` batches and the next run goes on. Safe to run twice and
-    from several processes at once.
-    """
-    cutoff = (now or timezone.now()) - timedelta(days=int(settings.SERVICE_EVENT_RETENTION_DAYS))
-    before = first_id_at("evt", int(cutoff.timestamp() * 1000))
-    budget = int(settings.SERVICE_RETENTION_MAX_BATCHES) if max_batches is None else max_batches
-    size = int(settings.SERVICE_RETENTION_BATCH_SIZE)
-    report = RetentionReport()
-    after = ""
-    while True:
-        if len(report.batch_seconds) >= budget:
-            report.finished = False
-            return report
-        started = time.monotonic()
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(_PAGE, {"after": after, "before": before, "n": size})
-            ids = [row[0] for row in cursor.fetchall()]
-            if not ids:
-                return report
-            cursor.execute(_DELETE_DELIVERIES, {"ids": ids})
-            report.deliveries += cursor.rowcount
-            cursor.execute(_DELETE_EVENTS, {"ids": ids})
-            report.events += cursor.rowcount
-        report.batch_seconds.append(time.monotonic() - started)
-        after = ids[-1]
-        if len(ids) < size:
-            return report
-
-
-# --- Many events in one statement (a job's batch) ----------------------------------------
-
-# The change of a batch and, in the same statement, each event's data (a row of the caller's
-# CTE ``{rows}`` as jsonb after projectId and organizationId) and the subscribed endpoints:
-# the events and their deliveries are then inserted with ids made by new_id.
-_ROWS_DATA_SQL = """
-WITH {change}event_rows AS (SELECT (%s::jsonb || ({data}))::text AS data FROM {rows} AS r)
-SELECT ARRAY(SELECT data FROM event_rows), ARRAY(
+# The endpoints of the tenant subscribed to an event's type, selected in the statement that
+# records the event. Parameters: the project, the mode, the type.
+_SUBSCRIBERS_SQL = """ARRAY(
     SELECT e.id FROM webhooks_endpoint AS e
     WHERE e.project_id = %s AND e.mode = %s AND e.status = 'ACTIVE'
       AND (e.events IS NULL OR %s = ANY(e.events))
     ORDER BY e.id
-){returning}
-"""
-
-_EVENTS_SQL = """
-INSERT INTO webhooks_event (id, project_id, mode, type, data, created_at)
-SELECT r.id, %s, %s, %s, r.data::jsonb, %s FROM unnest(%s::text[], %s::text[]) AS r(id, data)
-"""
+)"""
 
 
-def events_record_rows(
-    *,
-    tenant: Tenant,
-    type: str,
-    change: ChangeSql,
-    rows: str,
-    data: str,
-    data_params: list[Any],
-) -> tuple[int, tuple[Any, ...]]:
-    """One event (and its deliveries) per row of the CTE ``rows`` that ``change`` defines,
-    with the change, inside the caller's transaction: what event_record does for one change,
-    for a batch of changes (a job's). ``data``: a jsonb expression over the row ``r``
-    (positional parameters ``data_params``), the fields each event is about. Returns the
-    number of events and the values of ``change.returning``.
+def _deliveries_write(
+    cursor: Any, events: Sequence[str], endpoints: Sequence[str], now: datetime
+) -> list[str]:
+    """The follower's write: a delivery of each recorded event to each subscribed endpoint."""
+    return _deliveries_insert(cursor, events=events, endpoints=endpoints, now=now)
 
-    The deliveries are sent by the project's drain (``drain_start`` after commit), not by a
-    message naming them, so a job's fan-out never queues ahead of other projects."""
-    if not transaction.get_connection().in_atomic_block:
-        raise RuntimeError("events must be recorded inside the transaction of their change")
-    project = tenant.project
-    base = {"projectId": project.id, "organizationId": project.organization_id}
-    now = timezone.now()
-    sql = _ROWS_DATA_SQL.format(
-        change=change.ctes,
-        rows=rows,
-        data=data,
-        returning="".join(f", {expression}" for expression in change.returning),
-    )
-    params = [
-        *change.params,
-        json.dumps(base),
-        *data_params,
-        project.id,
-        tenant.mode,
-        type,
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        datas, endpoints, *returned = cursor.fetchone()
-        events = [new_id("evt") for _ in datas]
-        if events:
-            cursor.execute(_EVENTS_SQL, [project.id, tenant.mode, type, now, events, datas])
-        deliveries = (
-            _deliveries_insert(cursor, events=events, endpoints=endpoints, now=now)
-            if events and endpoints
-            else []
-        )
-    if deliveries:
-        project_id = project.id
-        transaction.on_commit(lambda: drain_start(project_id))
-    return len(events), tuple(returned)
+
+def _send_recorded(ids: Sequence[str]) -> None:
+    """After an event's commit: its deliveries, named in one message."""
+    enqueue(ids)
+
+
+def _drain_recorded(project_id: str) -> None:
+    """After a batch of events' commit: the project's drain sends their deliveries."""
+    drain_start(project_id)
+
+
+# What recording an event writes for webhooks (registered by webhooks/apps.py).
+FOLLOWER = outbox.Follower(
+    subscribers=_SUBSCRIBERS_SQL,
+    write=_deliveries_write,
+    one_after_commit=_send_recorded,
+    rows_after_commit=_drain_recorded,
+    retention_delete=_DELETE_DELIVERIES,
+    retention_keeps=_KEEPS_EVENT,
+)

@@ -1,40 +1,17 @@
-"""What the webhook endpoints answer, and the event envelope every delivery carries (see
-storage_service/openapi.py)."""
+"""What the webhook endpoints answer, and the request every delivery makes (see
+storage_service/openapi.py); the event envelope it carries is events/shapes.py's."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Literal, TypedDict
 
 from drf_spectacular.utils import OpenApiResponse, OpenApiWebhook, extend_schema
 
+from events.shapes import EventEnvelopeJson, EventId, EventType
 from storage_service.openapi import JsonSchema, id_schema
 from storage_service.shapes import Timestamp
 
 WebhookId = Annotated[str, id_schema("wh")]
-EventId = Annotated[str, id_schema("evt")]
-EventType = Literal[
-    "file.created",
-    "file.uploaded",
-    "file.downloaded",
-    "file.replaced",
-    "file.copied",
-    "file.renamed",
-    "file.moved",
-    "file.metadata_updated",
-    "file.processed",
-    "file.processing_failed",
-    "file.deleted",
-    "file.restored",
-    "file.purged",
-    "file.expired",
-    "upload.initiated",
-    "upload.completed",
-    "upload.aborted",
-    "webhook_endpoint.disabled",
-    "folder.moved",
-    "folder.deleted",
-    "folder.restored",
-]
 DeliveryStatus = Literal["PENDING", "DELIVERED", "FAILED"]
 EndpointStatus = Literal["ACTIVE", "DISABLED"]
 DisabledReason = Literal["GONE", "FAILING"]
@@ -112,19 +89,6 @@ class ReplayJson(TypedDict):
     endpoint's subscription matches, attempted at once, paced by the per-project caps."""
 
     deliveries: Annotated[int, JsonSchema(minimum=0)]
-
-
-class EventEnvelopeJson(TypedDict):
-    """The body of every webhook request. ``data`` holds ``projectId``, ``organizationId``,
-    the ids of the resources concerned and the fields the event is about. Deliveries are at
-    least once: deduplicate on ``id``."""
-
-    id: EventId
-    type: EventType
-    created_at: Timestamp
-    # Named, so that generated clients give the payload its own class (an inline object
-    # would be named "EventEnvelopeData", the name of the {"data": <envelope>} answer).
-    data: Annotated[dict[str, Any], JsonSchema(title="EventPayload")]
 
 
 # The requests our deliveries make, in the document's "webhooks" section (OpenAPI 3.1).

@@ -48,22 +48,6 @@ def sweep_due_deliveries() -> int:
     return sent
 
 
-@shared_task(name="webhooks.tasks.sweep_old_events")
-def sweep_old_events() -> int:
-    """Beat: delete events and deliveries past ``SERVICE_EVENT_RETENTION_DAYS`` (bounded per
-    run; the next run goes on where this one stopped)."""
-    report = services.events_delete_expired()
-    if report.deliveries or report.events:
-        logger.info(
-            "retention: %d deliveries and %d events deleted in %d batches%s",
-            report.deliveries,
-            report.events,
-            len(report.batch_seconds),
-            "" if report.finished else " (more left for the next run)",
-        )
-    return report.deliveries + report.events
-
-
 @shared_task(name=services.DRAIN_TASK)
 def drain_project(project_id: str) -> int:
     """One step of the project's drain (webhooks/services.py): its oldest due deliveries,

@@ -14,9 +14,8 @@ from storage_service.pagination import CursorPagination
 from storage_service.serializers import EmptyRequest, validated
 from storage_service.shapes import Data
 from webhooks import replay, selectors, services
-from webhooks.envelope import event_envelope
-from webhooks.filters import DeliveryFilterSet, EventFilterSet
-from webhooks.models import Delivery, EventQuerySet
+from webhooks.filters import DeliveryFilterSet
+from webhooks.models import Delivery
 from webhooks.serializers import (
     EndpointCreateRequest,
     ReplayRequest,
@@ -27,7 +26,6 @@ from webhooks.serializers import (
 from webhooks.services import MAX_ENDPOINTS_PER_PROJECT
 from webhooks.shapes import (
     DeliveryJson,
-    EventEnvelopeJson,
     ReplayJson,
     WebhookCreatedJson,
     WebhookDeletedJson,
@@ -36,7 +34,6 @@ from webhooks.shapes import (
 
 WEBHOOK_ID = path_id("webhook_id", "wh")
 DELIVERY_ID = path_id("delivery_id", "dl")
-EVENT_ID = path_id("event_id", "evt")
 NOT_FOUND = ("WEBHOOK_NOT_FOUND",)
 
 
@@ -235,39 +232,3 @@ class DeliveryViewSet(viewsets.GenericViewSet):
         page = self.paginate_queryset(selectors.deliveries_of(deliveries, endpoint=endpoint))
         assert page is not None  # pagination_class is set
         return self.get_paginated_response([delivery_json(delivery) for delivery in page])
-
-
-class EventViewSet(viewsets.GenericViewSet):
-    """The events webhooks receive, read back: the key's mode, the retention window."""
-
-    pagination_class = CursorPagination
-    filterset_class = EventFilterSet
-    cursor_scope = "events:createdAt:desc"
-
-    def get_queryset(self) -> EventQuerySet:
-        return selectors.event_queryset(tenant=tenant_of(self.request))
-
-    @extend_schema(
-        tags=["events"],
-        extensions=scope("events:read"),
-        summary="The events of the key's mode, newest first (the retention window's)",
-        description="Each item is the envelope exactly as webhook endpoints receive it. "
-        "A parameter given twice answers 400.",
-        responses={200: EventEnvelopeJson},
-    )
-    def list(self, request: Request) -> Response:
-        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
-        assert page is not None  # pagination_class is set
-        return self.get_paginated_response([event_envelope(event) for event in page])
-
-    @extend_schema(
-        tags=["events"],
-        extensions=scope("events:read"),
-        summary="One event: the envelope, byte for byte the body its webhooks received",
-        parameters=[EVENT_ID],
-        responses={200: Data[EventEnvelopeJson], **errors_of("EVENT_NOT_FOUND")},
-    )
-    def retrieve(self, request: Request, event_id: str) -> Response:
-        event = selectors.event_get(tenant=tenant_of(request), event_id=event_id)
-        answer: Data[EventEnvelopeJson] = {"data": event_envelope(event)}
-        return Response(answer)

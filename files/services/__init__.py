@@ -3,8 +3,7 @@
 from files.services.batch import BatchAnswer, Operation, Outcome, files_batch
 from files.services.changes import file_copy, file_download_url, file_update
 from files.services.common import StartedUpload
-from files.services.folders import folder_delete, folder_move, folder_restore, job_enqueue
-from files.services.jobs import job_run, jobs_lost
+from files.services.folders import folder_delete, folder_move, folder_restore
 from files.services.lifecycle import file_delete, file_restore
 from files.services.replace import file_replace_complete, file_replace_start
 from files.services.sweeps import (
@@ -38,8 +37,5 @@ __all__ = [
     "folder_delete",
     "folder_move",
     "folder_restore",
-    "job_enqueue",
-    "job_run",
-    "jobs_lost",
     "objects_remove_discarded",
 ]

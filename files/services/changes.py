@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from accounts.services import bandwidth_record
 from accounts.tenancy import Tenant
+from events.models import Event
 from files.events import record_file_event
 from files.models import File, FileVersion
 from files.services.common import (
@@ -22,7 +23,6 @@ from storage_service.errors import (
     FileNotUploaded,
 )
 from storage_service.timefmt import iso
-from webhooks.models import Event
 
 # --- Changes to an uploaded file -----------------------------------------------------------
 

@@ -1,7 +1,8 @@
 """Folder operations: move (rename), delete and restore every file at or below a path.
 
 Paths are logical and storage keys never change, so no byte moves: each operation is a job
-(files/services/jobs.py) that changes file rows in batches. Starting one checks what can be
+(jobs/services.py runs it; the kinds below are registered with it) that changes file rows in
+batches. Starting one checks what can be
 checked at once (the folder exists, the resulting paths fit, the tenant's running-jobs cap),
 then records the job and hands it to the workers.
 
@@ -13,14 +14,13 @@ one SQL statement with each one's event, which carries the job's id.
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection
 
 from accounts.tenancy import Tenant
-from files.models import Job
+from events.models import Event
 from files.services.transitions import (
     NOT_DELETED,
     RESTORABLE,
@@ -31,24 +31,10 @@ from files.services.transitions import (
     restore_files,
 )
 from files.validation import MAX_PATH_BYTES
-from storage_service.celery import app
-from storage_service.errors import FolderNotFound, RateLimited, ValidationError
-from webhooks.models import Event
-
-logger = logging.getLogger(__name__)
-
-# Sent by name: files/tasks.py calls these services, so they never import it.
-RUN_JOB_TASK = "files.tasks.run_job"
-# Seconds a client is asked to wait when the tenant has its cap of jobs running.
-JOB_CAP_RETRY_AFTER = 5
-
-
-def job_enqueue(job_id: str) -> None:
-    """Send a job's run; never raise (the job sweep sends what a lost message would have)."""
-    try:
-        app.send_task(RUN_JOB_TASK, args=(job_id,), retry=False)
-    except Exception:
-        logger.warning("could not enqueue job %s; the sweep will", job_id)
+from jobs.kinds import Kind
+from jobs.models import Job
+from jobs.services import job_create
+from storage_service.errors import FolderNotFound, ValidationError
 
 
 def like_below(path: str) -> str:
@@ -74,7 +60,7 @@ def folder_move(*, tenant: Tenant, source: str, target: str | None) -> Job:
 
     1. The longest path under ``source`` decides whether every resulting path fits the
        limits: 400 if not, 404 FOLDER_NOT_FOUND if there is no file at all.
-    2. The job, within the tenant's cap (``_create_job``).
+    2. The job, within the tenant's cap (``job_create``, jobs/services.py).
     """
     longest = _longest_path(tenant, source)
     if longest is None:
@@ -100,14 +86,14 @@ def folder_move(*, tenant: Tenant, source: str, target: str | None) -> Job:
                 ]
             },
         )
-    return _create_job(tenant, Job.Type.FOLDER_MOVE, {"from": source, "to": target})
+    return job_create(tenant, Job.Type.FOLDER_MOVE, {"from": source, "to": target})
 
 
 def folder_delete(*, tenant: Tenant, path: str) -> Job:
     """Start soft-deleting every file at or below ``path``, as ``DELETE`` would."""
     if _longest_path(tenant, path) is None:
         raise FolderNotFound(f"No file is in folder {path!r} or below it.")
-    return _create_job(tenant, Job.Type.FOLDER_DELETE, {"path": path})
+    return job_create(tenant, Job.Type.FOLDER_DELETE, {"path": path})
 
 
 def folder_restore(*, tenant: Tenant, path: str) -> Job:
@@ -121,7 +107,7 @@ def folder_restore(*, tenant: Tenant, path: str) -> Job:
         found = cursor.fetchone() is not None
     if not found:
         raise FolderNotFound(f"No deleted file that can be restored is in folder {path!r}.")
-    return _create_job(tenant, Job.Type.FOLDER_RESTORE, {"path": path})
+    return job_create(tenant, Job.Type.FOLDER_RESTORE, {"path": path})
 
 
 def _octets(text: str) -> int:
@@ -139,30 +125,6 @@ def _longest_path(tenant: Tenant, path: str) -> tuple[int, int] | None:
         )
         chars, octets = cursor.fetchone()
     return None if chars is None else (int(chars), int(octets))
-
-
-def _create_job(tenant: Tenant, type: Job.Type, params: dict[str, Any]) -> Job:
-    """The job row, and its message after commit.
-
-    The tenant's jobs are counted under a transaction-scoped advisory lock on the tenant, so
-    two requests at once cannot both take the last place under the cap.
-    """
-    with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
-                [f"jobs:{tenant.project_id}:{tenant.mode}"],
-            )
-        cap = settings.SERVICE_JOB_MAX_ACTIVE_PER_PROJECT
-        if Job.objects.for_tenant(tenant).active().count() >= cap:
-            raise RateLimited(
-                f"At most {cap} jobs may be pending or running at once; retry when one ends.",
-                retry_after=JOB_CAP_RETRY_AFTER,
-                details={"maxActiveJobs": cap},
-            )
-        job = Job.objects.create(**tenant.owner(), type=type, params=params)
-        transaction.on_commit(lambda: job_enqueue(job.id))
-    return job
 
 
 # --- One batch of an operation -------------------------------------------------------------
@@ -258,13 +220,9 @@ def left_in_folder(job: Job, tenant: Tenant) -> int:
         return int(cursor.fetchone()[0])
 
 
-BATCHES = {
-    Job.Type.FOLDER_MOVE: move_batch,
-    Job.Type.FOLDER_DELETE: delete_batch,
-    Job.Type.FOLDER_RESTORE: restore_batch,
-}
-FOLDER_EVENTS = {
-    Job.Type.FOLDER_MOVE: Event.Type.FOLDER_MOVED,
-    Job.Type.FOLDER_DELETE: Event.Type.FOLDER_DELETED,
-    Job.Type.FOLDER_RESTORE: Event.Type.FOLDER_RESTORED,
+# Registered with the jobs app by files/apps.py: what each folder operation's job does.
+KINDS = {
+    Job.Type.FOLDER_MOVE: Kind(move_batch, left_in_folder, Event.Type.FOLDER_MOVED),
+    Job.Type.FOLDER_DELETE: Kind(delete_batch, left_in_folder, Event.Type.FOLDER_DELETED),
+    Job.Type.FOLDER_RESTORE: Kind(restore_batch, left_in_folder, Event.Type.FOLDER_RESTORED),
 }

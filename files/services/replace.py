@@ -6,6 +6,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts.tenancy import Tenant
+from events.models import Event
 from files.events import record_file_event
 from files.models import File
 from files.services.common import (
@@ -28,7 +29,6 @@ from storage_service.errors import (
     ReplaceInProgress,
 )
 from storage_service.timefmt import iso
-from webhooks.models import Event
 
 # --- Replacement ---------------------------------------------------------------------------
 

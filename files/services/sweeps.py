@@ -13,6 +13,8 @@ from django.db.models import Q
 from django.utils import timezone
 
 from accounts.tenancy import Tenant
+from events.models import Event
+from events.services import events_scrub_file
 from files import hooks
 from files.events import record_file_event
 from files.models import File, FileVersion, IdempotencyRecord, StoredObject
@@ -20,8 +22,6 @@ from files.services.common import Status, discard, drop_replacement
 from files.services.transitions import Selection, delete_files
 from storage_service import objectstore
 from storage_service.timefmt import iso
-from webhooks.models import Event
-from webhooks.services import events_scrub_file
 
 
 @dataclass
@@ -46,7 +46,7 @@ def files_purge_expired(
 
     A purged file is a tombstone: its row keeps the ids, sizes, versions and times, and loses
     its filename (emptied), path and metadata; every stored event about it loses them too
-    (``webhooks.services.events_scrub_file``), and ``file.purged`` carries none of them.
+    (``events.services.events_scrub_file``), and ``file.purged`` carries none of them.
     """
     grace = settings.SERVICE_DELETE_GRACE_DAYS if grace_days is None else grace_days
     cutoff = (now or timezone.now()) - timedelta(days=grace)

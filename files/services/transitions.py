@@ -7,7 +7,7 @@
 Each is one SQL statement over the files its caller selects (one file by id, a folder job's
 next batch, the sweep's due files): it locks them, keeps only those in the state the
 transition starts from (re-checked under the lock), changes them, and writes each one's event
-through webhooks' outbox (``events_record_rows``). So one file and a job's thousand are changed
+through the events outbox (``events_record_rows``). So one file and a job's thousand are changed
 by the same words, and the paths differ only where the guide says they do: a folder job adds
 ``jobId`` to each event, and the sweep's event is ``file.expired`` with ``expiresAt``.
 """
@@ -22,10 +22,10 @@ from django.conf import settings
 from django.utils import timezone
 
 from accounts.tenancy import Tenant
-from files.models import Job
+from events.models import Event
+from events.services import ChangeSql, events_record_rows
+from jobs.models import Job
 from storage_service.timefmt import iso
-from webhooks.models import Event
-from webhooks.services import ChangeSql, events_record_rows
 
 # Deleted files whose bytes are still there, over ``f`` (files_file) and ``o`` (its current
 # stored object): what restore starts from, and what a folder restore looks for.

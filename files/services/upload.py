@@ -9,6 +9,7 @@ from django.db import transaction
 
 from accounts.grants import UploadGrant
 from accounts.tenancy import Tenant
+from events.models import Event
 from files import hooks
 from files.events import record_file_event
 from files.models import File
@@ -32,7 +33,6 @@ from storage_service.errors import (
     ApiError,
     FileNotPending,
 )
-from webhooks.models import Event
 
 # --- Single upload -------------------------------------------------------------------------
 

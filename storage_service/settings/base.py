@@ -85,6 +85,8 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "storage_service",
     "accounts",
+    "events",
+    "jobs",
     "files",
     "uploads",
     "variants",
@@ -550,7 +552,7 @@ SERVICE_EVENT_RETENTION_DAYS = env_int("SERVICE_EVENT_RETENTION_DAYS", 30, minim
 SERVICE_RETENTION_BATCH_SIZE = env_int("SERVICE_RETENTION_BATCH_SIZE", 5000, minimum=1)
 SERVICE_RETENTION_MAX_BATCHES = env_int("SERVICE_RETENTION_MAX_BATCHES", 200, minimum=1)
 CELERY_BEAT_SCHEDULE["sweep-old-events"] = {
-    "task": "webhooks.tasks.sweep_old_events",
+    "task": "events.tasks.sweep_old_events",
     "schedule": env_int("SERVICE_RETENTION_INTERVAL_SECONDS", 3600, minimum=10),
 }
 # Expired admin sessions (django_session rows) are deleted daily.
@@ -594,7 +596,7 @@ SERVICE_JOB_MAX_ATTEMPTS = env_int("SERVICE_JOB_MAX_ATTEMPTS", 5, minimum=1)
 if SERVICE_JOB_SLICE_SECONDS >= SERVICE_JOB_LEASE_SECONDS:
     raise ImproperlyConfigured("SERVICE_JOB_SLICE_SECONDS must be below SERVICE_JOB_LEASE_SECONDS")
 CELERY_BEAT_SCHEDULE["sweep-jobs"] = {
-    "task": "files.tasks.sweep_jobs",
+    "task": "jobs.tasks.sweep_jobs",
     "schedule": env_int("SERVICE_JOB_SWEEP_INTERVAL_SECONDS", 30, minimum=1),
 }
 

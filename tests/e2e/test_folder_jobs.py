@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from files.models import Job
+from jobs.models import Job
 from tests.factories import make_actor
 from tests.helpers import register_webhook
 from tests.jobs.seeding import job_of, seed_files

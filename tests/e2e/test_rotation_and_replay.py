@@ -14,11 +14,12 @@ from django.utils import timezone
 from storage_client.webhooks import SignatureError, verify
 
 from accounts.tenancy import Tenant
+from events.models import Event
 from storage_service.ids import new_id
 from tests.factories import make_actor
 from tests.helpers import register_webhook, uploaded_file
 from tests.webhook_receiver import Answer, Receiver, signatures
-from webhooks.models import Delivery, Endpoint, Event
+from webhooks.models import Delivery, Endpoint
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
+from events.models import Event
 from files.models import File
 from tests.factories import make_actor
 from tests.helpers import uploaded_file, wait_for
@@ -16,7 +17,6 @@ from tests.storage import get_from
 from tests.variants.images import corrupt_png, decoded, encode, jpeg_with_orientation, stripes
 from variants.models import Variant
 from variants.tasks import requeue_stale_variants
-from webhooks.models import Event
 
 pytestmark = [
     pytest.mark.e2e,

@@ -16,10 +16,11 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
+from events.models import Event
 from tests.factories import Actor, make_actor
 from tests.helpers import register_webhook, uploaded_file
 from tests.webhook_receiver import Answer, Receiver, verify_signature
-from webhooks.models import Delivery, Event
+from webhooks.models import Delivery
 from webhooks.tasks import sweep_due_deliveries
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]

@@ -13,6 +13,7 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
+from events.models import Event
 from files.models import File, StoredObject
 from files.tasks import expire_pending_uploads, purge_deleted_files
 from storage_service import objectstore
@@ -20,7 +21,6 @@ from storage_service.timefmt import iso_required
 from tests.factories import make_actor
 from tests.helpers import download, start_upload, uploaded_file, wait_for
 from tests.subprocesses import database_url
-from webhooks.models import Event
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -6,12 +6,12 @@ from django.contrib.admin.utils import quote
 from django.contrib.auth.models import User
 from django.test import Client
 
+from events.models import Event
 from files.models import File
 from tests.factories import Actor
 from tests.helpers import uploaded_file
 from tests.variants.images import encode, stripes
 from variants.models import Variant
-from webhooks.models import Event
 
 
 def staff_client() -> Client:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from events.envelope import event_envelope
+from events.models import Event
 from files.services import files_purge_expired
 from tests.factories import Actor, jpeg_bytes
 from tests.helpers import start_upload, uploaded_file
 from tests.storage import put_to
-from webhooks.envelope import event_envelope
-from webhooks.models import Event
 
 
 def events(actor: Actor) -> list[Event]:

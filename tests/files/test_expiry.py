@@ -10,12 +10,12 @@ import pytest
 from django.test import override_settings
 from django.utils import timezone
 
+from events.models import Event
 from files.models import File
 from files.services import files_expire_due
 from storage_service.timefmt import iso, iso_required
 from tests.factories import Actor, make_actor, png_bytes, upload_body
 from tests.helpers import at_once, error_code, start_upload, uploaded_file
-from webhooks.models import Event
 
 
 def later(**delta: float) -> str:

@@ -13,17 +13,26 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
+from events.models import Event
 from files.models import File, StoredObject
 from files.services import files_expire_due, files_expire_pending
 from storage_service.timefmt import iso_required
 from tests.factories import Actor
 from tests.helpers import error_code, put_to, uploaded_file
 from tests.jobs.seeding import job_of, run_job
-from webhooks.models import Event
 
 pytestmark = pytest.mark.django_db
 
-FILE_FIELDS = {"fileId", "filename", "path", "contentType", "size", "version", "status"}
+FILE_FIELDS = {
+    "fileId",
+    "filename",
+    "path",
+    "contentType",
+    "size",
+    "version",
+    "status",
+    "uploadTokenId",
+}
 BASE_FIELDS = {"projectId", "organizationId"}
 
 

@@ -10,8 +10,9 @@ from typing import Any
 from django.db import connection
 from django.utils import timezone
 
-from files.models import File, Job, StoredObject
-from files.services import job_run
+from files.models import File, StoredObject
+from jobs.models import Job
+from jobs.services import job_run
 from storage_service.ids import new_id
 from tests.factories import Actor
 

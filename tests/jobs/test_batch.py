@@ -10,11 +10,11 @@ import pytest
 from django.test import override_settings
 
 from accounts import throttling
+from events.models import Event
 from files.models import File
 from tests.factories import Actor
 from tests.helpers import error_code
 from tests.jobs.seeding import seed_files
-from webhooks.models import Event
 
 pytestmark = pytest.mark.django_db
 

@@ -11,12 +11,13 @@ import pytest
 from django.test import override_settings
 from rest_framework.test import APIClient
 
-from files.models import File, Job
-from files.services.jobs import job_step
+from events.models import Event
+from files.models import File
+from jobs.models import Job
+from jobs.services import job_step
 from tests.factories import Actor, key_for
 from tests.helpers import error_code
 from tests.jobs.seeding import job_of, run_job, seed_files
-from webhooks.models import Event
 
 pytestmark = pytest.mark.django_db
 

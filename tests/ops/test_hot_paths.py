@@ -22,6 +22,8 @@ from rest_framework.test import APIClient
 
 from accounts.services import api_key_revoke, project_create
 from accounts.tenancy import Tenant
+from events.models import Event
+from events.services import event_record
 from files.models import File, StoredObject
 from files.services.upload import file_upload_start
 from storage_service.ids import new_id
@@ -29,8 +31,8 @@ from tests.factories import Actor
 from tests.helpers import error_code, start_upload
 from tests.servers import serve_api
 from tests.subprocesses import database_url
-from webhooks.models import Delivery, Event
-from webhooks.services import endpoint_create, event_record
+from webhooks.models import Delivery
+from webhooks.services import endpoint_create
 
 pytestmark = pytest.mark.django_db
 
@@ -206,7 +208,7 @@ def test_upload_start_leaves_nothing_when_its_event_cannot_be_written(
     with transaction.atomic():
         taken = event_record(tenant=tenant, type="file.created", data={}).id
     monkeypatch.setattr(
-        "webhooks.services.new_id", lambda prefix: taken if prefix == "evt" else new_id(prefix)
+        "events.services.new_id", lambda prefix: taken if prefix == "evt" else new_id(prefix)
     )
     with pytest.raises(IntegrityError):
         file_upload_start(tenant=tenant, filename="a.png", content_type="image/png", size=10)

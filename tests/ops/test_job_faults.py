@@ -19,7 +19,9 @@ from django.db import connection
 from django.db.models import Count
 from django.utils import timezone
 
-from files.models import File, Job
+from events.models import Event
+from files.models import File
+from jobs.models import Job
 from storage_service.celery import app
 from tests.factories import make_actor
 from tests.helpers import register_webhook, wait_for
@@ -31,7 +33,6 @@ from tests.ops.test_worker_faults import (  # noqa: F401 (fixtures)
     spawn_worker,
 )
 from tests.webhook_receiver import Receiver
-from webhooks.models import Event
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -71,11 +72,11 @@ def test_a_move_whose_worker_is_killed_midway_is_finished_exactly_by_another(
     assert moved.filter(id__gt=stopped.cursor).count() == 0
     # The dead run's lease still holds the job: a new message alone does not take it...
     spawn_worker(queue)
-    app.send_task("files.tasks.run_job", args=[job.id], queue=queue)
+    app.send_task("jobs.tasks.run_job", args=[job.id], queue=queue)
     # ...until the lease runs out (moved back here rather than waited for); then the sweep
     # sends it again and the healthy worker goes on from the cursor.
     Job.objects.filter(id=job.id).update(leased_until=timezone.now() - timedelta(seconds=1))
-    app.send_task("files.tasks.sweep_jobs", queue=queue)
+    app.send_task("jobs.tasks.sweep_jobs", queue=queue)
     done = wait_for(
         lambda: (j := Job.objects.get(id=job.id)).status == "succeeded" and j,
         timeout=180,
@@ -133,7 +134,7 @@ def test_a_job_whose_batch_keeps_failing_ends_failed_after_its_attempts(
             # The sweep (beat's, every SERVICE_JOB_SWEEP_INTERVAL_SECONDS) sends a failed
             # job again once a lease's time has passed; here it is sent every second.
             time.sleep(1)
-            app.send_task("files.tasks.sweep_jobs", queue=queue)
+            app.send_task("jobs.tasks.sweep_jobs", queue=queue)
             data: dict[str, Any] = owner.get(f"/v1/jobs/{job.id}").json()["data"]
             return data if data["status"] not in ("pending", "running") else None
 

@@ -29,6 +29,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+from events.services import event_record
 from files.shapes import FileJson
 from storage_service.errors import ErrorJson
 from storage_service.openapi import ShapeExtension
@@ -39,7 +40,6 @@ from tests.storage import put_to
 from variants.models import Variant
 from variants.services import variant_process
 from webhooks.models import Delivery, Endpoint
-from webhooks.services import event_record
 from webhooks.shapes import WebhookJson
 from webhooks.signing import new_secret
 

@@ -29,6 +29,7 @@ from django.conf import settings
 from django.test import override_settings
 from django.utils import timezone
 
+from events.models import Event
 from files.models import File, StoredObject
 from storage_service.celery import app
 from tests.factories import Actor, make_actor, upload_body
@@ -39,7 +40,7 @@ from tests.variants.images import encode, stripes
 from tests.webhook_receiver import Answer, Receiver
 from variants import services as variant_services
 from variants.models import Variant
-from webhooks.models import Delivery, Event
+from webhooks.models import Delivery
 
 pytestmark = [
     pytest.mark.e2e,

@@ -27,12 +27,12 @@ import requests
 from django.conf import settings
 from django.db import connection, transaction
 
+from events.models import Event
 from files.models import File, FileVersion
 from tests.factories import Actor, make_actor, png_bytes
 from tests.helpers import at_once, start_upload, uploaded_file
 from tests.multipart import MIB, complete, put_all, random_bytes, start_multipart
 from tests.servers import ROOT, serve_api
-from webhooks.models import Event
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

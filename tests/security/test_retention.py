@@ -15,6 +15,9 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from accounts.models import Project
+from events import tasks
+from events.models import Event
+from events.services import _DELETE_EVENTS, _PAGE, events_delete_expired
 from files.models import File
 from files.services.sweeps import files_purge_expired
 from storage_service.ids import new_id
@@ -22,14 +25,8 @@ from storage_service.tasks import clear_expired_sessions
 from tests.factories import Actor
 from tests.helpers import uploaded_file
 from tests.helpers import wait_for as wait_until
-from webhooks import tasks
-from webhooks.models import Delivery, Endpoint, Event
-from webhooks.services import (
-    _DELETE_DELIVERIES,
-    _DELETE_EVENTS,
-    _PAGE,
-    events_delete_expired,
-)
+from webhooks.models import Delivery, Endpoint
+from webhooks.services import FOLLOWER
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -126,8 +123,8 @@ def test_each_batch_reads_only_its_own_rows_through_indexes(
         plans = {}
         checks: list[tuple[str, str, dict[str, Any]]] = [
             ("page", _PAGE, {"after": "", "before": new_id("evt"), "n": 5000}),
-            ("deliveries", _DELETE_DELIVERIES, {"ids": ids}),
-            ("events", _DELETE_EVENTS, {"ids": ids}),
+            ("deliveries", FOLLOWER.retention_delete, {"ids": ids}),
+            ("events", _DELETE_EVENTS.format(keeps=FOLLOWER.retention_keeps), {"ids": ids}),
         ]
         for name, sql, params in checks:
             cursor.execute(f"EXPLAIN {sql}", params)

@@ -20,11 +20,12 @@ from accounts.models import ApiKey
 from accounts.scopes import SCOPES
 from accounts.services import api_key_issue
 from accounts.throttling import reset_client
+from events.models import Event
 from files.models import File
 from storage_service.errors import InsufficientScope
 from tests.factories import Actor
 from tests.helpers import error_code, uploaded_file
-from webhooks.models import Endpoint, Event
+from webhooks.models import Endpoint
 
 pytestmark = pytest.mark.django_db
 

@@ -9,8 +9,9 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 from accounts.models import ApiKey, BandwidthUsage
+from events.models import Event
 from files.models import File, IdempotencyRecord, StoredObject
-from webhooks.models import Endpoint, Event
+from webhooks.models import Endpoint
 
 # The last migrations before the mode columns.
 BEFORE = [

@@ -26,6 +26,7 @@ import requests
 from django.db import transaction
 from django.utils import timezone
 
+from events.services import event_record
 from tests import helpers
 from tests.factories import Actor, make_actor
 from tests.servers import serve_api
@@ -33,7 +34,7 @@ from tests.webhook_receiver import Answer, Receiver, running_receiver
 from webhooks import network
 from webhooks.models import Delivery, Endpoint
 from webhooks.network import HOST_REFUSED, UrlRefused
-from webhooks.services import MAX_ENDPOINTS_PER_PROJECT, event_record
+from webhooks.services import MAX_ENDPOINTS_PER_PROJECT
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

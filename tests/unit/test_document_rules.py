@@ -12,6 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rest_framework import serializers
 
+from events.models import Event
+from events.shapes import EventType
 from files.models import File
 from files.shapes import FileStatus
 from files.validation import (
@@ -28,10 +30,10 @@ from uploads.shapes import SessionStatus
 from variants.imaging import FITS, FORMATS
 from variants.models import Variant
 from variants.shapes import Fit, Format, OutputType, VariantStatus
-from webhooks.models import Delivery, Endpoint, Event
+from webhooks.models import Delivery, Endpoint
 from webhooks.network import URL_PATTERN, parse_url
 from webhooks.serializers import clean_url
-from webhooks.shapes import DeliveryStatus, EndpointStatus, EventType
+from webhooks.shapes import DeliveryStatus, EndpointStatus
 
 SOME = settings(
     max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), database=None

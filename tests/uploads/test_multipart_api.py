@@ -11,6 +11,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from events.models import Event
 from files.models import File, StoredObject
 from files.services import files_expire_pending
 from storage_service import objectstore
@@ -20,7 +21,6 @@ from tests.multipart import PART, complete, provider_id, put_all, put_part, star
 from tests.storage import storages_with
 from uploads.models import UploadSession
 from uploads.services import uploads_expire
-from webhooks.models import Event
 
 pytestmark = pytest.mark.django_db
 

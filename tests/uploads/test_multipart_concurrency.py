@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from events.models import Event
 from files.models import File, FileVersion
 from storage_service import objectstore
 from tests.factories import Actor, make_actor
 from tests.helpers import at_once, error_code
 from tests.multipart import complete, put_all, start_multipart
 from uploads.models import UploadSession
-from webhooks.models import Event
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

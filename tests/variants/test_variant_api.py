@@ -15,6 +15,7 @@ from django.test import override_settings
 from django.utils import timezone
 
 from accounts.models import BandwidthUsage
+from events.models import Event
 from files.models import File, StoredObject
 from files.services import files_purge_expired
 from storage_service import objectstore
@@ -34,7 +35,6 @@ from tests.variants.images import (
 from variants import services as variants_services
 from variants.models import Variant
 from variants.services import variant_process, variants_requeue_stale
-from webhooks.models import Event
 
 pytestmark = pytest.mark.django_db
 

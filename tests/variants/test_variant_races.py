@@ -6,13 +6,13 @@ from typing import Any
 
 import pytest
 
+from events.models import Event
 from files.models import File
 from tests.factories import Actor, make_actor
 from tests.helpers import at_once, uploaded_file
 from tests.variants.images import encode, stripes
 from variants.models import Variant
 from variants.services import variant_process
-from webhooks.models import Event
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -14,11 +14,12 @@ from django.db import transaction
 from django.test import Client
 from django.utils import timezone
 
+from events.models import Event
+from events.services import event_record
 from tests.accounts.test_admin import staff_client
 from tests.factories import Actor
 from webhooks import services
-from webhooks.models import Delivery, Endpoint, Event
-from webhooks.services import event_record
+from webhooks.models import Delivery, Endpoint
 
 URL = "https://hooks.example.com/storage"
 
@@ -97,7 +98,7 @@ def test_events_are_listed_searched_filtered_with_their_deliveries(
     uploaded = record(owner, "file.uploaded")
     created = record(sibling, "file.created")
     client = staff_client()
-    listing = "/admin/webhooks/event/"
+    listing = "/admin/events/event/"
 
     everything = html(client, listing)
     assert uploaded.id in everything and created.id in everything
@@ -164,8 +165,8 @@ def test_no_admin_page_shows_a_webhook_secret_or_a_full_api_key(owner: Actor) ->
         f"/admin/webhooks/endpoint/{webhook_id}/history/",
         "/admin/webhooks/delivery/",
         f"/admin/webhooks/delivery/{delivery.id}/change/",
-        "/admin/webhooks/event/",
-        f"/admin/webhooks/event/{event.id}/change/",
+        "/admin/events/event/",
+        f"/admin/events/event/{event.id}/change/",
         "/admin/accounts/project/",
         f"/admin/accounts/project/{owner.project.id}/change/",
         "/admin/accounts/project/add/",
@@ -210,7 +211,7 @@ def test_any_staff_user_sees_everything_but_only_superusers_act(owner: Actor) ->
         "/admin/webhooks/delivery/",
         f"/admin/webhooks/delivery/{delivery.id}/change/",
         f"/admin/webhooks/endpoint/{webhook_id}/change/",
-        f"/admin/webhooks/event/{event.id}/change/",
+        f"/admin/events/event/{event.id}/change/",
         f"/admin/accounts/project/{owner.project.id}/change/",
         "/admin/accounts/apikey/",
         "/admin/accounts/bandwidthusage/",

@@ -16,13 +16,15 @@ from django.test import override_settings
 from django.utils import timezone
 
 from accounts.tenancy import Tenant
+from events.envelope import envelope_body
+from events.models import Event
+from events.services import event_record
 from storage_service.ids import first_id_at, looks_like_id
 from tests.factories import Actor
 from tests.webhook_receiver import Answer, Receiver, verify_signature
 from webhooks import claims, delivery, services
-from webhooks.envelope import envelope_body
-from webhooks.models import Delivery, Endpoint, Event
-from webhooks.services import endpoint_create, event_record
+from webhooks.models import Delivery, Endpoint
+from webhooks.services import endpoint_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -53,7 +55,7 @@ def test_every_event_type_is_carried_signed_to_its_subscriber(
             registered.secret, request.headers["SERVICE-Signature"], request.body
         )
         assert request.json()["data"]["projectId"] == owner.project.id
-        # Byte for byte the one envelope of the stored event (webhooks/envelope.py).
+        # Byte for byte the one envelope of the stored event (events/envelope.py).
         assert request.body == envelope_body(Event.objects.get(id=request.json()["id"]))
     assert set(Delivery.objects.filter(id__in=ids).values_list("status", flat=True)) == {
         "DELIVERED"

@@ -23,11 +23,12 @@ from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
 
+from events.models import Event
+from events.services import ChangeSql, event_record, events_record_rows
 from tests.factories import Actor, make_actor
 from tests.webhook_receiver import Answer, Receiver
 from webhooks import claims, services
-from webhooks.models import Delivery, Endpoint, Event
-from webhooks.services import ChangeSql, event_record, events_record_rows
+from webhooks.models import Delivery, Endpoint
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -6,10 +6,11 @@ import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
+from events.models import Event
+from events.services import event_record
 from tests.factories import Actor, make_actor
 from tests.helpers import at_once, error_code
-from webhooks.models import Delivery, Endpoint, Event
-from webhooks.services import event_record
+from webhooks.models import Delivery, Endpoint
 
 URL = "https://hooks.example.com/storage"
 MISSING_WH = "wh_00000000000000000000000000"

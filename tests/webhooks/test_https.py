@@ -18,10 +18,11 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from django.db import transaction
 
+from events.services import event_record
 from tests.factories import Actor
 from webhooks import delivery, services
 from webhooks.models import Delivery
-from webhooks.services import endpoint_create, event_record
+from webhooks.services import endpoint_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

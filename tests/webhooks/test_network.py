@@ -8,13 +8,13 @@ import pytest
 from django.db import transaction
 from django.test import override_settings
 
+from events.services import event_record
 from tests.factories import Actor
 from tests.helpers import error_code
 from tests.webhook_receiver import running_receiver
 from webhooks import delivery
 from webhooks.models import Delivery, Endpoint
 from webhooks.network import HOST_REFUSED, Target, UrlRefused, address_allowed, parse_url
-from webhooks.services import event_record
 
 REFUSED_HOSTS = {
     "loopback v4": "127.0.0.1",

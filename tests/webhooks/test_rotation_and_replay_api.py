@@ -11,11 +11,13 @@ from django.db import transaction
 from django.test import override_settings
 from django.utils import timezone
 
+from events.models import Event
+from events.services import event_record
 from tests.factories import Actor
 from tests.helpers import error_code
 from webhooks import claims, replay
-from webhooks.models import Delivery, Endpoint, Event, Replay
-from webhooks.services import DRAIN_TASK, event_record
+from webhooks.models import Delivery, Endpoint, Replay
+from webhooks.services import DRAIN_TASK
 
 URL = "https://hooks.example.com/storage"
 MISSING_WH = "wh_00000000000000000000000000"

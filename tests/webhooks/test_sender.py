@@ -15,10 +15,11 @@ from unittest import mock
 import pytest
 from django.db import transaction
 
+from events.services import event_record
 from tests.factories import Actor
 from webhooks import delivery, network, services
 from webhooks.models import Delivery
-from webhooks.services import endpoint_create, event_record
+from webhooks.services import endpoint_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -12,11 +12,11 @@ from django.db import transaction
 from django.test import override_settings
 
 from accounts.models import ApiKey, Organization, Project
+from events.services import event_record
 from tests.factories import Actor
 from tests.js.browser.conftest import run_browser
 from tests.webhook_receiver import Answer, running_receiver
 from webhooks.models import Delivery
-from webhooks.services import event_record
 
 
 def wait_for_status(delivery_id: str, status: str, timeout: float = 30) -> Delivery:

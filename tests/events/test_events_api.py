@@ -11,11 +11,11 @@ from django.test import override_settings
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from events.envelope import envelope_body
+from events.models import Event
+from events.services import event_record
 from tests.factories import Actor, key_for, make_actor
 from tests.helpers import error_code
-from webhooks.envelope import envelope_body
-from webhooks.models import Event
-from webhooks.services import event_record
 
 MISSING_EVT = "evt_00000000000000000000000000"
 

@@ -1,9 +1,9 @@
-"""Reads of jobs: one job (the list is JobViewSet's, filtered by files/job_filters.py)."""
+"""Reads of jobs: one job (the list is JobViewSet's, filtered by jobs/filters.py)."""
 
 from __future__ import annotations
 
 from accounts.tenancy import Tenant
-from files.models import Job
+from jobs.models import Job
 from storage_service.errors import JobNotFound
 from storage_service.ids import looks_like_id
 

@@ -6,9 +6,9 @@ from typing import cast
 
 from rest_framework.renderers import JSONRenderer
 
+from events.models import Event
+from events.shapes import EventEnvelopeJson, EventType
 from storage_service.timefmt import iso_required
-from webhooks.models import Event
-from webhooks.shapes import EventEnvelopeJson, EventType
 
 
 def event_envelope(event: Event) -> EventEnvelopeJson:

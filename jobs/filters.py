@@ -3,7 +3,7 @@ by job_project_id; ``status`` and ``type`` narrow it."""
 
 from __future__ import annotations
 
-from files.models import Job, JobQuerySet
+from jobs.models import Job, JobQuerySet
 from storage_service.filtering import CleanedFilter, FilterSet
 from storage_service.serializers import choice
 

@@ -1,4 +1,6 @@
-"""Running jobs: batches on the workers, resumed after any failure, each file changed once.
+"""Jobs: starting one (the tenant's cap), and running it: batches on the workers, resumed
+after any failure, each file changed once. What a batch of each type does is registered by
+the app that owns it (jobs/kinds.py).
 
 A job's row is the truth and a Celery message only a hint. A run (one task execution, with
 its own token) takes a lease on the row, does batches for up to ``SERVICE_JOB_SLICE_SECONDS``
@@ -22,19 +24,57 @@ from datetime import timedelta
 from typing import Any, Literal
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from accounts.tenancy import Tenant
-from files.models import Job
-from files.services.folders import BATCHES, FOLDER_EVENTS, left_in_folder
-from storage_service.errors import error_body
-from webhooks.services import event_record
+from events.services import event_record
+from jobs.kinds import kind_of
+from jobs.models import Job
+from storage_service.celery import app
+from storage_service.errors import RateLimited, error_body
 
 logger = logging.getLogger(__name__)
 
+# Sent by name: jobs/tasks.py calls these services, so they never import it.
+RUN_JOB_TASK = "jobs.tasks.run_job"
+# Seconds a client is asked to wait when the tenant has its cap of jobs running.
+JOB_CAP_RETRY_AFTER = 5
+
 Outcome = Literal["more", "done", "skipped", "failed"]
+
+
+def job_enqueue(job_id: str) -> None:
+    """Send a job's run; never raise (the job sweep sends what a lost message would have)."""
+    try:
+        app.send_task(RUN_JOB_TASK, args=(job_id,), retry=False)
+    except Exception:
+        logger.warning("could not enqueue job %s; the sweep will", job_id)
+
+
+def job_create(tenant: Tenant, type: Job.Type, params: dict[str, Any]) -> Job:
+    """The job row, and its message after commit.
+
+    The tenant's jobs are counted under a transaction-scoped advisory lock on the tenant, so
+    two requests at once cannot both take the last place under the cap.
+    """
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                [f"jobs:{tenant.project_id}:{tenant.mode}"],
+            )
+        cap = settings.SERVICE_JOB_MAX_ACTIVE_PER_PROJECT
+        if Job.objects.for_tenant(tenant).active().count() >= cap:
+            raise RateLimited(
+                f"At most {cap} jobs may be pending or running at once; retry when one ends.",
+                retry_after=JOB_CAP_RETRY_AFTER,
+                details={"maxActiveJobs": cap},
+            )
+        job = Job.objects.create(**tenant.owner(), type=type, params=params)
+        transaction.on_commit(lambda: job_enqueue(job.id))
+    return job
 
 
 def _active_job_locked(job_id: str) -> QuerySet[Job]:
@@ -94,11 +134,12 @@ def job_step(*, job_id: str, token: str) -> Outcome:
         job.lease_token = token
         job.leased_until = now + timedelta(seconds=settings.SERVICE_JOB_LEASE_SECONDS)
         job.failed_attempts = 0  # this batch commits with the job row, or nothing does
+        kind = kind_of(job.type)
         if job.status == Job.Status.PENDING:
             job.status = Job.Status.RUNNING
-            job.files_total = left_in_folder(job, tenant)
+            job.files_total = kind.left(job, tenant)
         size = settings.SERVICE_JOB_BATCH_SIZE
-        batch = BATCHES[Job.Type(job.type)](job, tenant, after=job.cursor or "", size=size)
+        batch = kind.batch(job, tenant, after=job.cursor or "", size=size)
         if batch.count:
             job.cursor = batch.last_id
             job.files_done += batch.count
@@ -119,10 +160,10 @@ def _finish(job: Job, tenant: Tenant) -> None:
     fails the job (the others are moved).
     """
     size = settings.SERVICE_JOB_BATCH_SIZE
-    batch_of = BATCHES[Job.Type(job.type)]
-    while (stragglers := batch_of(job, tenant, after="", size=size)).count:
+    kind = kind_of(job.type)
+    while (stragglers := kind.batch(job, tenant, after="", size=size)).count:
         job.files_done += stragglers.count
-    left = left_in_folder(job, tenant)
+    left = kind.left(job, tenant)
     if left:
         job.status = Job.Status.FAILED
         job.error = dict(
@@ -210,7 +251,7 @@ def _end(job: Job, tenant: Tenant) -> None:
     }
     if job.error is not None:
         data["error"] = job.error
-    event_record(tenant=tenant, type=FOLDER_EVENTS[Job.Type(job.type)], data=data)
+    event_record(tenant=tenant, type=kind_of(job.type).finished_event, data=data)
 
 
 def jobs_lost() -> list[str]:
