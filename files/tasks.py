@@ -10,6 +10,7 @@ from django.conf import settings
 
 from files import services
 from files.usage import usage_fold
+from storage_service.dbretry import DB_RETRY
 
 logger = logging.getLogger(__name__)
 
@@ -48,7 +49,7 @@ def fold_usage() -> int:
     return folded
 
 
-@shared_task(name="files.tasks.run_job")
+@shared_task(name="files.tasks.run_job", **DB_RETRY)
 def run_job(job_id: str) -> str:
     """Run the job for a slice of time, then send it again if it is not done (the job's row
     says where it stopped; a run killed mid-batch is taken over from there)."""

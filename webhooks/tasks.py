@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from celery import shared_task
 
+from storage_service.dbretry import DB_RETRY
 from webhooks import delivery, replay, services
 
 logger = logging.getLogger(__name__)
@@ -22,7 +23,7 @@ def schedule(retries: Sequence[delivery.Retry]) -> None:
         services.enqueue(retry.ids, eta=retry.at)
 
 
-@shared_task(name=services.DELIVER_TASK)
+@shared_task(name=services.DELIVER_TASK, **DB_RETRY)
 def deliver(delivery_ids: list[str]) -> int:
     """Attempt the due ones of these deliveries (one event's, or one retry's).
 
@@ -62,7 +63,7 @@ def sweep_old_events() -> int:
     return report.deliveries + report.events
 
 
-@shared_task(name=services.DRAIN_TASK)
+@shared_task(name=services.DRAIN_TASK, **DB_RETRY)
 def drain_project(project_id: str) -> int:
     """One step of the project's drain (webhooks/services.py): its oldest due deliveries,
     a few slots' worth; the next step is sent when their outcomes are written, and the
@@ -75,7 +76,7 @@ def drain_project(project_id: str) -> int:
     return claimed
 
 
-@shared_task(name=replay.STEP_TASK)
+@shared_task(name=replay.STEP_TASK, **DB_RETRY)
 def replay_step(replay_id: int) -> int:
     """Make a replay's next batch of deliveries when the endpoint is ready for it (see
     webhooks/replay.py); the step sends its messages, the next step's among them."""
