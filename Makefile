@@ -21,7 +21,7 @@ PYTEST_ARGS ?=
 PYTEST_WORKERS ?= 2
 PYTEST_FAST := -n $(PYTEST_WORKERS) --dist loadfile -m "not slow"
 
-.PHONY: help install run cluster drill test test-slow pytest lint typecheck check-runtime fmt bench fuzz clean \
+.PHONY: help install run cluster drill drill-db pg-tools test test-slow pytest lint typecheck check-runtime fmt bench fuzz clean \
 	js chromium bench-browser
 
 help: ## List the targets
@@ -64,8 +64,18 @@ drill: $(INSTALLED) ## Start `make cluster`, kill one of each node under traffic
 test: lint typecheck check-runtime js ## Lint, type-check, check the runtime install, run the suite
 	$(DEVSERVICES) exec -- $(BIN)/python -m pytest $(PYTEST_FAST) $(PYTEST_ARGS)
 
-test-slow: $(INSTALLED) js ## Run the long drills: the cluster drill, a fresh virtualenv
+test-slow: $(INSTALLED) js pg-tools ## Run the long drills: cluster, database failover, PgBouncer, fresh venv
 	$(DEVSERVICES) exec -- $(BIN)/python -m pytest -m slow $(PYTEST_ARGS)
+
+# Debian's PgBouncer and pg_auto_failover, for the PgBouncer test, `make cluster` and the
+# database drill; installed with apt-get when missing (as root, or through sudo).
+PG_TOOLS := pgbouncer postgresql-15-auto-failover
+pg-tools:
+	@if ! command -v pgbouncer >/dev/null && ! test -x /usr/sbin/pgbouncer \
+		|| ! command -v pg_autoctl >/dev/null; then \
+		SUDO=$$(test "$$(id -u)" = 0 || echo sudo); \
+		$$SUDO apt-get install -y $(PG_TOOLS) || { $$SUDO apt-get update && $$SUDO apt-get install -y $(PG_TOOLS); }; \
+	fi
 
 pytest: $(INSTALLED) js ## Run only the test suite (quick loop; PYTEST_ARGS='-k name -x')
 	$(DEVSERVICES) exec -- $(BIN)/python -m pytest $(PYTEST_FAST) $(PYTEST_ARGS)

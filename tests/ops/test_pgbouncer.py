@@ -39,7 +39,7 @@ PGBOUNCER = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
 RUN_AS = "postgres"
 
 
-def pgbouncer_ini(port: int, host: str, db_port: int, logfile: Path) -> str:
+def pgbouncer_ini(port: int, host: str, db_port: int, user: str, logfile: Path) -> str:
     return f"""\
 [databases]
 * = host={host} port={db_port}
@@ -49,11 +49,14 @@ listen_addr = 127.0.0.1
 listen_port = {port}
 unix_socket_dir =
 auth_type = trust
+admin_users = {user}
 auth_file = {logfile.parent / "userlist.txt"}
 pool_mode = transaction
 default_pool_size = 20
 max_client_conn = 500
 server_reset_query =
+log_connections = 0
+log_disconnections = 0
 logfile = {logfile}
 """
 
@@ -72,10 +75,10 @@ def pgbouncer() -> Iterator[int]:
     user = str(db["USER"] or "postgres")
     (workdir / "userlist.txt").write_text(f'"{user}" ""\n')
     ini = workdir / "pgbouncer.ini"
-    ini.write_text(pgbouncer_ini(port, host, int(str(db["PORT"] or 5432)), workdir / "log"))
+    ini.write_text(pgbouncer_ini(port, host, int(str(db["PORT"] or 5432)), user, workdir / "log"))
     for path in workdir.iterdir():
         path.chmod(0o644)
-    command = [PGBOUNCER, str(ini)]
+    command = [PGBOUNCER, "-q", str(ini)]
     if os.geteuid() == 0:
         command[1:1] = ["-u", RUN_AS]
         shutil.chown(workdir, RUN_AS)
@@ -105,7 +108,8 @@ def test_the_e2e_flows_pass_through_pgbouncer_in_transaction_mode(pgbouncer: int
     name = f"{db['NAME']}_pgbouncer"
     # pytest-django names its database after this one, plus the xdist worker's suffix.
     test_database = f"test_{name}_gw0"
-    url = f"postgres://{db['USER'] or 'postgres'}@127.0.0.1:{pgbouncer}/{name}"
+    user = str(db["USER"] or "postgres")
+    url = f"postgres://{user}@127.0.0.1:{pgbouncer}/{name}"
     env = {
         **os.environ,
         "DATABASE_URL": url,
@@ -137,10 +141,26 @@ def test_the_e2e_flows_pass_through_pgbouncer_in_transaction_mode(pgbouncer: int
         text=True,
         timeout=900,
     )
+    # The flows' transactions went through the pooler, on few server sessions.
+    # (The admin console speaks the simple query protocol only: a ClientCursor's.)
+    with psycopg.connect(
+        host="127.0.0.1",
+        port=pgbouncer,
+        user=user,
+        dbname="pgbouncer",
+        autocommit=True,
+        cursor_factory=psycopg.ClientCursor,
+    ) as admin:
+        cursor = admin.execute("SHOW STATS")
+        stats = cursor.fetchall()
+        columns = [column.name for column in cursor.description or []]
+    transactions = {
+        row[columns.index("database")]: row[columns.index("total_xact_count")] for row in stats
+    }
     direct = psycopg.connect(
         host=str(db["HOST"] or "127.0.0.1"),
         port=int(str(db["PORT"] or 5432)),
-        user=str(db["USER"] or "postgres"),
+        user=user,
         password=str(db["PASSWORD"] or "") or None,
         dbname="postgres",
         autocommit=True,
@@ -150,3 +170,4 @@ def test_the_e2e_flows_pass_through_pgbouncer_in_transaction_mode(pgbouncer: int
     output = run.stdout[-6000:] + run.stderr[-3000:]
     assert run.returncode == 0, output
     assert " passed" in run.stdout and " failed" not in run.stdout, output
+    assert transactions.get(test_database, 0) > 1000, transactions
