@@ -55,11 +55,15 @@ install: $(INSTALLED) ## Create .venv and install the locked dependencies
 run: $(INSTALLED) ## Run the API, Celery worker and beat with their services (Ctrl-C stops all)
 	exec $(DEVSERVICES) run
 
-cluster: $(INSTALLED) ## Run a SeaweedFS cluster, two APIs, two workers, webhooks, beat (Ctrl-C)
-	exec $(BIN)/python -m scripts.devcluster
+cluster: $(INSTALLED) pg-tools ## A PostgreSQL formation, SeaweedFS cluster, two APIs, workers, beat (Ctrl-C)
+	exec $(BIN)/python -m scripts.devcluster --postgres formation
 
 drill: $(INSTALLED) ## Start `make cluster`, kill one of each node under traffic, check no loss
 	$(BIN)/python -m drills.cluster
+
+DRILL_DB_ARGS ?=
+drill-db: $(INSTALLED) pg-tools ## Kill the primary PostgreSQL under load (DRILL_DB_ARGS='--short')
+	$(DEVSERVICES) exec -- $(BIN)/python -m drills.database $(DRILL_DB_ARGS)
 
 test: lint typecheck check-runtime js ## Lint, type-check, check the runtime install, run the suite
 	$(DEVSERVICES) exec -- $(BIN)/python -m pytest $(PYTEST_FAST) $(PYTEST_ARGS)

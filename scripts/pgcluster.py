@@ -43,6 +43,10 @@ MONITOR_SETTINGS = {
     "pgautofailover.health_check_max_retries": "1",
     "pgautofailover.health_check_retry_delay": "500",
     "pgautofailover.node_considered_unhealthy_timeout": "4000",
+    # How long the monitor waits for an unreachable primary to demote itself before promoting
+    # its standby (30 s by default): a primary cut off from the monitor stops taking writes
+    # by then, since its synchronous standby no longer acknowledges them.
+    "pgautofailover.primary_demote_timeout": "5000",
 }
 
 
@@ -146,8 +150,7 @@ class Formation:
         try:
             with psycopg.connect(self.monitor_url(), connect_timeout=2) as conn:
                 rows = conn.execute(
-                    "SELECT nodename, reportedstate::text, goalstate::text"
-                    " FROM pgautofailover.node"
+                    "SELECT nodename, reportedstate::text, goalstate::text FROM pgautofailover.node"
                 ).fetchall()
         except psycopg.Error:
             return {}
