@@ -25,12 +25,14 @@ import json
 import logging
 import os
 import secrets
+import shutil
 import signal
 import sys
 import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -56,14 +58,14 @@ class Probe:
 
 
 class Receiver(http.server.BaseHTTPRequestHandler):
-    received: set[str] = set()
+    received: Counter[str] = Counter()
     lock = threading.Lock()
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         event_id = str(json.loads(body or b"{}").get("id", ""))
         with Receiver.lock:
-            Receiver.received.add(event_id)
+            Receiver.received[event_id] += 1
         self.send_response(204)
         self.end_headers()
 
@@ -108,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     port = ds.positive_int_env("CLUSTER_PG_PORT", 55432)
     DRILL_DIR.mkdir(parents=True, exist_ok=True)
     formation = pgcluster.Formation(port, root=DRILL_DIR / "pg")
+    # A fresh formation each time: the last drill left its nodes killed.
+    shutil.rmtree(formation.root, ignore_errors=True)
     nodes: dict[str, processes.Child] = {}
     apps: list[processes.Child] = []
     try:
@@ -184,13 +188,14 @@ def drill(
 
     receiver, hook_url = start_receiver()
     client = Client(raw_key, base, max_retries=60, max_retry_wait=5)
-    client.webhooks.create(hook_url)
-    window_start = time.time()
+    webhook, _secret = client.webhooks.create(hook_url)
+    window = datetime.now(UTC)
 
     stop = threading.Event()
     killed_at: list[float] = []
     probe = Probe()
     acknowledged: list[tuple[str, str]] = []
+    acknowledged_at: list[float] = []
     upload_errors: list[str] = []
 
     def since_kill() -> float:
@@ -222,13 +227,18 @@ def drill(
                 upload_errors.append(f"{type(exc).__name__}: {exc}")
                 continue
             acknowledged.append((done.id, hashlib.sha256(data).hexdigest()))
+            acknowledged_at.append(since_kill())
 
     threads = [threading.Thread(target=read, daemon=True) for _ in range(2)]
     threads += [threading.Thread(target=upload, args=(i,), daemon=True) for i in range(uploaders)]
     for thread in threads:
         thread.start()
     job = client.folders.move(FOLDER, TARGET)
-    time.sleep(3)
+    time.sleep(2)
+    # Every event so far sent again, the replay's steps running through the failover.
+    replay_until = datetime.now(UTC)
+    replayed = client.webhooks.replay(webhook.id, since=window, until=replay_until)
+    time.sleep(1)
     primary = formation.primary() or "node1"
     standby = next(name for name in pgcluster.NODES if name != primary)
     processes.log(f"SIGKILL to {primary} (pg_autoctl and PostgreSQL), the primary")
@@ -277,21 +287,26 @@ def drill(
     left = File.objects.filter(project=project, path__startswith=f"{FOLDER}/").count()
     deadline = time.monotonic() + 120
     while True:
-        from datetime import UTC, datetime
-
-        window = datetime.fromtimestamp(window_start, tz=UTC)
-        events = set(
-            Event.objects.filter(project_id=project.id, created_at__gte=window).values_list(
-                "id", flat=True
-            )
-        )
-        undelivered = {str(e) for e in events} - Receiver.received
-        if not undelivered or time.monotonic() > deadline:
+        in_window = Event.objects.filter(project_id=project.id, created_at__gte=window)
+        events = {str(e) for e in in_window.values_list("id", flat=True)}
+        replay_events = {
+            str(e)
+            for e in in_window.filter(created_at__lt=replay_until).values_list("id", flat=True)
+        }
+        with Receiver.lock:
+            undelivered = {e for e in events if Receiver.received[e] < 1}
+            unreplayed = {e for e in replay_events if Receiver.received[e] < 2}
+        if not (undelivered or unreplayed) or time.monotonic() > deadline:
             break
         time.sleep(2)
     receiver.shutdown()
     errors = sum(count for status, count in statuses.items() if status >= 500 and status != 503)
-    lost = missing + len(undelivered) + (0 if moved == in_folder and left == 0 else 1)
+    lost = (
+        missing
+        + len(undelivered)
+        + len(unreplayed)
+        + (0 if moved == in_folder and left == 0 else 1)
+    )
     lines = [
         f"primary killed; {standby} promoted after {promoted:.1f} s",
         f"503s for {unavailable[-1] - unavailable[0]:.1f} s"
@@ -307,8 +322,11 @@ def drill(
         f"files_done {finished.files_done} of {finished.files_total}; {moved:,} moved, {left} left",
         f"events of the window: {len(events)}, delivered at least once: "
         f"{len(events) - len(undelivered)}",
+        f"webhook replay of {len(replay_events)} events ({replayed} deliveries): "
+        f"{len(replay_events) - len(unreplayed)} received again",
         f"{primary} rejoined as standby {rejoined:.1f} s after the kill, killed again: "
-        f"answers after that {dict(sorted(after_second.items()))} (the primary goes on alone)",
+        f"reads after that {dict(sorted(after_second.items()))}, uploads acknowledged after "
+        f"that {sum(1 for t in acknowledged_at if t > second_kill)} (the primary goes on alone)",
         f"lost: {lost}",
     ]
     for line in filter(None, lines):
