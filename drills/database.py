@@ -4,15 +4,15 @@
 
 A pg_auto_failover formation (scripts/pgcluster.py: a monitor, a primary, a synchronous
 standby) on CLUSTER_PG_PORT (default 55432) and the two ports after it; an API server, a
-transform worker and a webhook worker on it through the multi-host URL; the store and Redis as
-`devservices exec` gives them. Under load (clients uploading with their retries, a folder move
-of ``--files`` files, reads, a webhook endpoint with a live receiver) the primary's machine is
-killed (SIGKILL to its pg_autoctl and PostgreSQL). Then the drill prints how long the service
-answered 503 (each with Retry-After, never a 500), when it answered again, every acknowledged
-upload checked (present, ``uploaded``, bytes intact), the job's outcome, the events of the
-window delivered, and ``lost``. The old primary then comes back as the new standby, and is
-killed too: the primary goes on alone (pg_auto_failover's ``wait_primary``), so reads and writes
-keep answering.
+transform worker, a webhook worker and beat on it through the multi-host URL; the store and
+Redis as `devservices exec` gives them. Under load (clients uploading with their retries, a
+folder move of ``--files`` files, reads, a webhook endpoint with a live receiver and a replay
+of its events) the primary's machine is killed (SIGKILL to its pg_autoctl and PostgreSQL).
+Then the drill prints how long the service answered 503 (each with Retry-After, never a 500),
+when it answered again, every acknowledged upload checked (present, ``uploaded``, bytes
+intact), the job's outcome, the events of the window delivered and replayed, and ``lost``.
+The old primary then comes back as the new standby, and is killed too: the primary goes on
+alone (pg_auto_failover's ``wait_primary``), so reads and writes keep answering.
 """
 
 from __future__ import annotations
@@ -155,6 +155,8 @@ def drill(
         ("api", ds.api_command(api_port)),
         ("worker", ds.transform_worker_command(1, node="drilldb@%h")),
         ("webhooks", ds.webhook_worker_command(node="drilldb-webhooks@%h")),
+        # The sweeps: what a message given up during the outage carried is sent again.
+        ("beat", ds.beat_command(DRILL_DIR / "celerybeat-schedule")),
     ):
         apps.append(processes.spawn(name, cmd, child_env=env, log_path=DRILL_DIR / f"{name}.log"))
     base = f"http://127.0.0.1:{api_port}"
