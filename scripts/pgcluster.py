@@ -77,14 +77,18 @@ class Formation:
         return f"postgresql://postgres@127.0.0.1:{self.monitor_port}/pg_auto_failover"
 
     def _as_postgres(self, argv: list[str]) -> list[str | Path]:
+        # Absolute paths: a supervisor may start us with an empty environment.
         env = [
-            "env",
+            "/usr/bin/env",
             f"HOME={self.root}",
             f"XDG_CONFIG_HOME={self.root / 'config'}",
             f"XDG_DATA_HOME={self.root / 'data'}",
             f"PATH={PG_BIN}:/usr/bin:/bin",
+            # initdb takes its encoding from the locale: UTF8, not SQL_ASCII.
+            "LC_ALL=C.UTF-8",
         ]
-        prefix = ["runuser", "-u", RUN_AS, "--"] if os.geteuid() == 0 else []
+        runuser = shutil.which("runuser") or "/usr/sbin/runuser"
+        prefix = [runuser, "-u", RUN_AS, "--"] if os.geteuid() == 0 else []
         return [*prefix, *env, *argv]
 
     def _command(self, pgdata: Path, create: list[str]) -> list[str | Path]:
@@ -154,7 +158,7 @@ class Formation:
                 ).fetchall()
         except psycopg.Error:
             return {}
-        return {str(name): (str(reported), str(goal)) for name, reported, goal in rows}
+        return {text(name): (text(reported), text(goal)) for name, reported, goal in rows}
 
     def primary(self) -> str | None:
         for name, (reported, goal) in self.states().items():
@@ -181,6 +185,11 @@ class Formation:
             return False
 
         wait_for(healthy, "a primary and a synchronous secondary", timeout=timeout)
+
+
+def text(value: object) -> str:
+    """A text column: bytes from a database created before its encoding was set (SQL_ASCII)."""
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def answers(url: str) -> bool:
