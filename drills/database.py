@@ -182,8 +182,13 @@ def drill(
         rows=files,
         rebuild_indexes=False,
     )
-    in_folder = File.objects.filter(project=project, path__startswith=f"{FOLDER}/").count()
-    processes.log(f"seeded {files:,} files, {in_folder:,} in {FOLDER}/")
+    # A folder move takes every file of the folder but the deleted ones, which stay.
+    in_folder = (
+        File.objects.filter(project=project, path__startswith=f"{FOLDER}/")
+        .exclude(status="deleted")
+        .count()
+    )
+    processes.log(f"seeded {files:,} files, {in_folder:,} in {FOLDER}/ (not deleted)")
     from storage_client import Client
 
     logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per request otherwise
@@ -286,7 +291,11 @@ def drill(
     # This process's own connection went with the old primary: open one to the new.
     connections.close_all()
     moved = File.objects.filter(project=project, path__startswith=f"{TARGET}/").count()
-    left = File.objects.filter(project=project, path__startswith=f"{FOLDER}/").count()
+    left = (
+        File.objects.filter(project=project, path__startswith=f"{FOLDER}/")
+        .exclude(status="deleted")
+        .count()
+    )
     deadline = time.monotonic() + 120
     while True:
         in_window = Event.objects.filter(project_id=project.id, created_at__gte=window)
@@ -307,7 +316,11 @@ def drill(
         missing
         + len(undelivered)
         + len(unreplayed)
-        + (0 if moved == in_folder and left == 0 else 1)
+        + (
+            0
+            if moved == in_folder == finished.files_done == finished.files_total and left == 0
+            else 1
+        )
     )
     lines = [
         f"primary killed; {standby} promoted after {promoted:.1f} s",
