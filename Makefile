@@ -26,8 +26,8 @@ PYTEST_ONE := -m "one_process and not slow"
 RUN_SUITE = $(DEVSERVICES) exec -- sh -c '$(BIN)/python -m pytest $(PYTEST_FAST) $(PYTEST_ARGS) \
 	&& { $(BIN)/python -m pytest $(PYTEST_ONE) $(PYTEST_ARGS); rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 5 ]; }'
 
-.PHONY: help install run cluster drill test test-slow pytest lint typecheck check-runtime fmt bench fuzz clean \
-	js chromium nginx bench-browser
+.PHONY: help install run cluster drill drill-db pg-tools test test-slow pytest lint typecheck check-runtime fmt \
+	bench fuzz clean js chromium nginx bench-browser
 
 help: ## List the targets
 	@echo "Usage: make <target> [PYTEST_ARGS='...']"
@@ -60,17 +60,31 @@ install: $(INSTALLED) ## Create .venv and install the locked dependencies
 run: $(INSTALLED) ## Run the API, Celery worker and beat with their services (Ctrl-C stops all)
 	exec $(DEVSERVICES) run
 
-cluster: $(INSTALLED) ## Run a SeaweedFS cluster, two APIs, two workers, webhooks, beat (Ctrl-C)
-	exec $(BIN)/python -m scripts.devcluster
+cluster: $(INSTALLED) pg-tools ## A PostgreSQL formation, SeaweedFS cluster, two APIs, workers, beat (Ctrl-C)
+	exec $(BIN)/python -m scripts.devcluster --postgres formation
 
 drill: $(INSTALLED) ## Start `make cluster`, kill one of each node under traffic, check no loss
 	$(BIN)/python -m drills.cluster
 
+DRILL_DB_ARGS ?=
+drill-db: $(INSTALLED) pg-tools ## Kill the primary PostgreSQL under load (DRILL_DB_ARGS='--short')
+	$(DEVSERVICES) exec -- $(BIN)/python -m drills.database $(DRILL_DB_ARGS)
+
 test: lint typecheck check-runtime js nginx ## Lint, type-check, check the runtime install, run the suite
 	$(RUN_SUITE)
 
-test-slow: $(INSTALLED) js ## Run the long drills: the cluster drill, a fresh virtualenv, npm pack
+test-slow: $(INSTALLED) js pg-tools ## Run the long drills: cluster, database failover, PgBouncer, fresh venv
 	$(DEVSERVICES) exec -- $(BIN)/python -m pytest -m slow $(PYTEST_ARGS)
+
+# Debian's PgBouncer and pg_auto_failover, for the PgBouncer test, `make cluster` and the
+# database drill; installed with apt-get when missing (as root, or through sudo).
+PG_TOOLS := pgbouncer postgresql-15-auto-failover
+pg-tools:
+	@if ! command -v pgbouncer >/dev/null && ! test -x /usr/sbin/pgbouncer \
+		|| ! command -v pg_autoctl >/dev/null; then \
+		SUDO=$$(test "$$(id -u)" = 0 || echo sudo); \
+		$$SUDO apt-get install -y $(PG_TOOLS) || { $$SUDO apt-get update && $$SUDO apt-get install -y $(PG_TOOLS); }; \
+	fi
 
 pytest: $(INSTALLED) js nginx ## Run only the test suite (quick loop; PYTEST_ARGS='-k name -x')
 	$(RUN_SUITE)

@@ -9,11 +9,12 @@ from celery import shared_task
 from django.conf import settings
 
 from jobs import services
+from storage_service.dbretry import DB_RETRY
 
 logger = logging.getLogger(__name__)
 
 
-@shared_task(name="jobs.tasks.run_job")
+@shared_task(name="jobs.tasks.run_job", **DB_RETRY)
 def run_job(job_id: str) -> str:
     """Run the job for a slice of time, then send it again if it is not done (the job's row
     says where it stopped; a run killed mid-batch is taken over from there)."""

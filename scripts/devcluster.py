@@ -3,7 +3,10 @@
 
     python -m scripts.devcluster          # until Ctrl-C
 
-- PostgreSQL and Redis as `make run` finds them (reused where they answer, else embedded);
+- Redis as `make run` finds it (reused where it answers, else embedded); PostgreSQL likewise,
+  or with ``--postgres formation`` (what `make cluster` runs) a pg_auto_failover formation
+  (scripts/pgcluster.py: a monitor, a primary, a synchronous standby), which the API, the
+  workers and beat reach through one multi-host URL that finds the primary;
 - SeaweedFS as a cluster: one master (replication 001: every object on two volume servers),
   three volume servers, each with its own directory and port, and a filer with the S3 gateway
   on SEAWEEDFS_S3_PORT;
@@ -32,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scripts import devservices as ds
-from scripts import processes, servers
+from scripts import pgcluster, processes, servers
 
 CLUSTER_FILE = servers.VAR / "cluster.json"
 CLUSTER_DIR = servers.VAR / "cluster"
@@ -139,7 +142,7 @@ class Cluster:
             # The previous run's log is kept, so a crash's last lines survive its restart.
             log_path.rename(log_path.with_suffix(".previous.log"))
         child = processes.spawn(name, cmd, child_env=self.child_env, log_path=log_path)
-        if name.startswith(("master", "volume", "filer")):
+        if name.startswith(("master", "volume", "filer", "pg_")):
             child.stop_timeout = servers.SEAWEEDFS_STOP_TIMEOUT
             self.services.processes.append(child)
         else:
@@ -167,6 +170,11 @@ class Cluster:
             "worker": [self.pid("worker1"), self.pid("worker2")],
             "webhook_worker": [self.pid("webhook_worker")],
             "beat": self.pid("beat"),
+            "postgres": {
+                name.removeprefix("pg_"): self.pid(name)
+                for name in self.nodes
+                if name.startswith("pg_")
+            },
             "seaweedfs": {
                 "master": self.pid("master"),
                 "volume": [self.pid(name) for name in volumes],
@@ -242,7 +250,26 @@ def start_seaweedfs(cluster: Cluster, s3_port: int) -> str:
     return endpoint
 
 
-def run(services: servers.Services) -> int:
+def start_formation(cluster: Cluster) -> str:
+    """The formation's processes, supervised like every other node (a killed node comes back
+    and rejoins as a standby); its multi-host URL."""
+    formation = pgcluster.Formation(ds.positive_int_env("CLUSTER_PG_PORT", 55432))
+    formation.prepare()
+    processes.log(
+        f"starting PostgreSQL as a pg_auto_failover formation: monitor :{formation.port}, "
+        f"nodes :{formation.port + 1} and :{formation.port + 2}; logs in "
+        f"{CLUSTER_DIR.relative_to(servers.ROOT)}"
+    )
+    cluster.start("pg_monitor", formation.monitor_command(), logged=True)
+    formation.configure_monitor()
+    cluster.start("pg_node1", formation.node_command("node1"), logged=True)
+    pgcluster.wait_for(lambda: formation.primary() is not None, "a primary")
+    cluster.start("pg_node2", formation.node_command("node2"), logged=True)
+    formation.wait_healthy()
+    return formation.url()
+
+
+def run(services: servers.Services, postgres: str = "single") -> int:
     port = ds.positive_int_env("PORT", 8000)
     s3_port = ds.positive_int_env("SEAWEEDFS_S3_PORT", servers.DEFAULT_S3_PORT)
     worker_concurrency = ds.positive_int_env("CELERY_CONCURRENCY", DEFAULT_WORKER_CONCURRENCY)
@@ -257,9 +284,12 @@ def run(services: servers.Services) -> int:
     servers.VAR.mkdir(parents=True, exist_ok=True)
     CLUSTER_DIR.mkdir(parents=True, exist_ok=True)
     CLUSTER_FILE.unlink(missing_ok=True)  # only a complete, current map is ever there
-    database_url = servers.ensure_postgres(services)
-    redis_url = servers.ensure_redis(services)
     cluster = Cluster(services, {}, port)
+    if postgres == "formation":
+        database_url = start_formation(cluster)
+    else:
+        database_url = servers.ensure_postgres(services)
+    redis_url = servers.ensure_redis(services)
     endpoint = start_seaweedfs(cluster, s3_port)
     region = servers.env("AWS_S3_REGION_NAME") or servers.DEFAULT_REGION
     bucket = servers.env("AWS_STORAGE_BUCKET_NAME") or servers.DEFAULT_BUCKET
@@ -294,11 +324,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m scripts.devcluster", description=__doc__.split("\n\n")[0]
     )
-    parser.parse_args(argv)
+    parser.add_argument(
+        "--postgres",
+        choices=["single", "formation"],
+        default="single",
+        help="one PostgreSQL as `make run` finds it, or a pg_auto_failover formation",
+    )
+    args = parser.parse_args(argv)
     services = servers.Services()
     processes.set_signal_handlers(processes.raise_interrupted)
     try:
-        return run(services)
+        return run(services, args.postgres)
     except processes.Interrupted as exc:
         processes.log(f"{signal.Signals(exc.signum).name} received; stopping")
         return 0

@@ -14,6 +14,7 @@ from celery.exceptions import TimeLimitExceeded
 from django.conf import settings
 
 from storage_service.celery import app
+from storage_service.dbretry import DB_RETRY
 from variants import services, slots
 
 logger = logging.getLogger(__name__)
@@ -70,6 +71,7 @@ if settings.SERVICE_VARIANT_SOFT_TIME_LIMIT_SECONDS:
     bind=True,
     max_retries=None,
     **_LIMITS,
+    **DB_RETRY,
 )
 def process_variant(self: Task, variant_id: str) -> str:
     _raise_time_up_at_the_soft_limit()
@@ -88,7 +90,7 @@ def process_variant(self: Task, variant_id: str) -> str:
     raise self.retry(countdown=slots.defer_seconds(self.request.retries))
 
 
-@shared_task(name=FAIL_TIMED_OUT_TASK)
+@shared_task(name=FAIL_TIMED_OUT_TASK, **DB_RETRY)
 def fail_timed_out(variant_id: str, seconds: int) -> str:
     return services.variant_fail_timed_out(variant_id=variant_id, seconds=seconds).status
 

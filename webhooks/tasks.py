@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from celery import shared_task
 
+from storage_service.dbretry import DB_RETRY
 from webhooks import delivery, replay, services
 from webhooks.claims import project_has_due
 from webhooks.outcomes import Retry
@@ -24,7 +25,7 @@ def schedule(retries: Sequence[Retry]) -> None:
         services.enqueue(retry.ids, eta=retry.at)
 
 
-@shared_task(name=services.DELIVER_TASK)
+@shared_task(name=services.DELIVER_TASK, **DB_RETRY)
 def deliver(delivery_ids: list[str]) -> int:
     """Attempt the due ones of these deliveries (one event's, or one retry's).
 
@@ -48,7 +49,7 @@ def sweep_due_deliveries() -> int:
     return sent
 
 
-@shared_task(name=services.DRAIN_TASK)
+@shared_task(name=services.DRAIN_TASK, **DB_RETRY)
 def drain_project(project_id: str) -> int:
     """One step of the project's drain (webhooks/services.py): its oldest due deliveries,
     a few slots' worth; the next step is sent when their outcomes are written, and the
@@ -61,7 +62,7 @@ def drain_project(project_id: str) -> int:
     return claimed
 
 
-@shared_task(name=replay.STEP_TASK)
+@shared_task(name=replay.STEP_TASK, **DB_RETRY)
 def replay_step(replay_id: int) -> int:
     """Make a replay's next batch of deliveries when the endpoint is ready for it (see
     webhooks/replay.py); the step sends its messages, the next step's among them."""

@@ -23,11 +23,42 @@ GIB = 1024**3
 TIB = 1024**4
 
 
+# How the service reaches PostgreSQL: "direct" (or a session-mode pooler), or "transaction"
+# for PgBouncer in transaction pooling mode, where consecutive transactions of one Django
+# connection may run on different server sessions (docs/operations.md, "Connection pooling").
+DATABASE_POOLING = env_str("DATABASE_POOLING", "direct")
+if DATABASE_POOLING not in {"direct", "transaction"}:
+    raise ImproperlyConfigured(
+        f"DATABASE_POOLING must be direct or transaction, got {DATABASE_POOLING!r}"
+    )
+
+
+def _split_hosts(hostlist: str) -> tuple[str, str]:
+    """libpq's ``host1:port1,host2:port2`` as its ``host`` and ``port`` lists (an empty port
+    is the default one); ``[::1]:5432`` for IPv6."""
+    hosts: list[str] = []
+    ports: list[str] = []
+    for item in hostlist.split(","):
+        host, port = item, ""
+        if item.startswith("["):
+            host, _, rest = item[1:].partition("]")
+            port = rest.removeprefix(":")
+        elif ":" in item:
+            host, _, port = item.rpartition(":")
+        if port and not port.isdigit():
+            raise ImproperlyConfigured(f"DATABASE_URL has a bad port {port!r}")
+        hosts.append(unquote(host))
+        ports.append(port)
+    return ",".join(hosts), ",".join(ports) if any(ports) else ""
+
+
 def database_from_url(url: str) -> dict[str, object]:
     """Django DATABASES entry from ``postgres://user:pass@host:port/name?sslmode=...``.
 
     A host starting with ``/`` (or ``%2F``) is a unix-socket directory, which is how the
-    embedded PostgreSQL fallback answers.
+    embedded PostgreSQL fallback answers. Several hosts (``h1:5432,h2:5432``) are tried in
+    turn by libpq; with ``?target_session_attrs=read-write`` it keeps the one that accepts
+    writes, which is how the service finds the new primary after a failover.
     """
     parsed = urlparse(url)
     if parsed.scheme not in {"postgres", "postgresql"}:
@@ -36,7 +67,9 @@ def database_from_url(url: str) -> dict[str, object]:
     if not name:
         raise ImproperlyConfigured("DATABASE_URL must name a database")
     query = {key: values[-1] for key, values in parse_qs(parsed.query).items()}
-    host = unquote(parsed.hostname or "") if parsed.hostname else ""
+    userinfo, _, hostlist = parsed.netloc.rpartition("@")
+    user, _, password = userinfo.partition(":")
+    host, port = _split_hosts(hostlist) if hostlist else ("", "")
     if "host" in query:
         host = query.pop("host")
     options: dict[str, object] = dict(query)
@@ -45,17 +78,20 @@ def database_from_url(url: str) -> dict[str, object]:
     options.setdefault("connect_timeout", env_int("DATABASE_CONNECT_TIMEOUT", 5, minimum=1))
     # Parameters bound by the server, and a statement run this many times on a connection
     # prepared (parsed and planned once): every request runs the same few statements. A
-    # transaction-mode pooler (PgBouncer) in between needs DATABASE_PREPARE_THRESHOLD=0 (off).
+    # named prepared statement lives in one server session, so a transaction-mode pooler
+    # turns preparing off (an unnamed statement of the extended protocol is fine there).
     options.setdefault("server_side_binding", True)
     threshold = env_int("DATABASE_PREPARE_THRESHOLD", 2, minimum=0)
+    if DATABASE_POOLING == "transaction":
+        threshold = 0
     options.setdefault("prepare_threshold", threshold or None)
     return {
         "ENGINE": "django.db.backends.postgresql",
         "NAME": name,
-        "USER": unquote(parsed.username or ""),
-        "PASSWORD": unquote(parsed.password or ""),
+        "USER": unquote(user),
+        "PASSWORD": unquote(password),
         "HOST": host,
-        "PORT": str(parsed.port or ""),
+        "PORT": port,
         # Persistent connections: the API answers most requests with two or three queries, so
         # a fresh connection per request would dominate latency.
         "CONN_MAX_AGE": env_int("DATABASE_CONN_MAX_AGE", 60, minimum=0),
@@ -63,6 +99,9 @@ def database_from_url(url: str) -> dict[str, object]:
         # so one that PostgreSQL closed (a restart, a failover) is replaced instead of
         # failing the request.
         "CONN_HEALTH_CHECKS": True,
+        # A server-side cursor (QuerySet.iterator() outside a transaction) outlives the
+        # transaction that declared it, so it would be lost on the next pooled session.
+        "DISABLE_SERVER_SIDE_CURSORS": DATABASE_POOLING == "transaction",
         "OPTIONS": options,
     }
 
@@ -503,15 +542,20 @@ DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS = env_int(
 )
 _db_options = DATABASES["default"]["OPTIONS"]
 assert isinstance(_db_options, dict)
-_db_options["options"] = " ".join(
-    part
-    for part in (
-        str(_db_options.get("options", "")),
-        f"-c statement_timeout={DATABASE_STATEMENT_TIMEOUT_MS}",
-        f"-c idle_in_transaction_session_timeout={DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS}",
+# Sent as startup options of each connection. PgBouncer refuses the ``options`` startup
+# parameter, and a setting of one server session would not follow the client to the next:
+# in transaction pooling the two timeouts are the role's (ALTER ROLE ... SET, applied to
+# every server session the pooler opens), as docs/operations.md shows.
+if DATABASE_POOLING == "direct":
+    _db_options["options"] = " ".join(
+        part
+        for part in (
+            str(_db_options.get("options", "")),
+            f"-c statement_timeout={DATABASE_STATEMENT_TIMEOUT_MS}",
+            f"-c idle_in_transaction_session_timeout={DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS}",
+        )
+        if part
     )
-    if part
-)
 
 
 # --- Webhook fairness, safe defaults and retention -------------------------------------------
