@@ -119,7 +119,7 @@ class FileRow(Protocol):
 FILE_FIELDS = tuple(FileRow.__annotations__)
 
 
-def file_json(file: FileRow) -> FileJson:
+def file_json(file: FileRow | selectors.FileFields) -> FileJson:
     """The contract's file object. Optional timestamps appear only once they apply."""
     body: FileJson = {
         "id": file.id,
