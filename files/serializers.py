@@ -33,7 +33,7 @@ from storage_service.serializers import (
     StrictSerializer,
     strict_int,
 )
-from storage_service.timefmt import iso, iso_required
+from storage_service.timefmt import iso_required, shown, shown_required
 
 # --- Input ---------------------------------------------------------------------------------
 
@@ -119,7 +119,7 @@ class FileRow(Protocol):
 FILE_FIELDS = tuple(FileRow.__annotations__)
 
 
-def file_json(file: FileRow | selectors.FileFields) -> FileJson:
+def file_json(file: FileRow | selectors.FileFields | selectors.FileText) -> FileJson:
     """The contract's file object. Optional timestamps appear only once they apply."""
     body: FileJson = {
         "id": file.id,
@@ -130,17 +130,17 @@ def file_json(file: FileRow | selectors.FileFields) -> FileJson:
         "status": cast(FileStatus, file.status),
         "version": file.version,
         "metadata": file.metadata,
-        "createdAt": iso_required(file.created_at),
-        "updatedAt": iso_required(file.updated_at),
-        "expiresAt": iso(file.expires_at),
+        "createdAt": shown_required(file.created_at),
+        "updatedAt": shown_required(file.updated_at),
+        "expiresAt": shown(file.expires_at),
         "placeholder": file.placeholder,
     }
     if file.uploaded_at is not None:
-        body["uploadedAt"] = iso_required(file.uploaded_at)
+        body["uploadedAt"] = shown_required(file.uploaded_at)
     if file.checksum:
         body["checksum"] = file.checksum
     if file.status == File.Status.DELETED and file.deleted_at is not None:
-        body["deletedAt"] = iso_required(file.deleted_at)
+        body["deletedAt"] = shown_required(file.deleted_at)
     return body
 
 
