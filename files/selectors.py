@@ -39,13 +39,17 @@ class FileFields(NamedTuple):
 def file_read(*, tenant: Tenant, file_id: str) -> FileFields:
     """A visible file of the tenant, as GET shows it; 404 as file_get."""
     if looks_like_id(file_id, "file"):
-        files = File.objects.for_tenant(tenant).visible().filter(id=file_id)
-        # By primary key: at most one row, so get(), without first()'s ORDER BY; and the
-        # shown fields as a plain row, which costs less than an instance.
+        # By primary key: at most one row, so get(), without first()'s ORDER BY; the shown
+        # fields as a plain row, which costs less than an instance; and a deleted file told
+        # by its status here rather than by one more condition the ORM compiles each time.
+        files = File.objects.for_tenant(tenant).values_list(*FileFields._fields)
         try:
-            return FileFields(*files.values_list(*FileFields._fields).get())
+            file = FileFields(*files.get(id=file_id))
         except File.DoesNotExist:
             pass
+        else:
+            if file.status != File.Status.DELETED:
+                return file
     raise FileNotFound("No such file.")
 
 
