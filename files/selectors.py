@@ -14,45 +14,6 @@ from files.models import File, FileQuerySet
 from storage_service.errors import FileNotFound
 from storage_service.ids import looks_like_id
 
-
-class FileFields(NamedTuple):
-    """The fields a file object shows (files/serializers.py: FileRow), read as one row: a
-    read that only renders the file builds no model instance."""
-
-    id: str
-    filename: str
-    path: str | None
-    content_type: str
-    size: int
-    status: str
-    version: int
-    metadata: dict[str, Any] | None
-    created_at: datetime
-    updated_at: datetime
-    expires_at: datetime | None
-    uploaded_at: datetime | None
-    checksum: str | None
-    deleted_at: datetime | None
-    placeholder: str | None
-
-
-def file_read(*, tenant: Tenant, file_id: str) -> FileFields:
-    """A visible file of the tenant, as GET shows it; 404 as file_get."""
-    if looks_like_id(file_id, "file"):
-        # By primary key: at most one row, so get(), without first()'s ORDER BY; the shown
-        # fields as a plain row, which costs less than an instance; and a deleted file told
-        # by its status here rather than by one more condition the ORM compiles each time.
-        files = File.objects.for_tenant(tenant).values_list(*FileFields._fields)
-        try:
-            file = FileFields(*files.get(id=file_id))
-        except File.DoesNotExist:
-            pass
-        else:
-            if file.status != File.Status.DELETED:
-                return file
-    raise FileNotFound("No such file.")
-
-
 # A timestamp as PostgreSQL's text in the form ``datetime.isoformat`` gives an aware UTC
 # datetime, always with microseconds: exact (a cursor can be made of it), and the API's
 # form is its first 23 characters and ``Z`` (storage_service/timefmt.py: shown).
@@ -61,9 +22,9 @@ _TIMESTAMPS = frozenset({"created_at", "updated_at", "expires_at", "uploaded_at"
 
 
 class FileText(NamedTuple):
-    """FileFields with the timestamps as PostgreSQL's exact text (``_EXACT_UTC``): a list
-    page's row, which builds no datetime (Django's loader costs more per timestamp than the
-    rest of a row)."""
+    """The fields a file object shows (serializers.FileRow), the timestamps as PostgreSQL's
+    exact text (``_EXACT_UTC``): a list page's row, which builds no datetime (Django's loader
+    costs more per timestamp than the rest of a row)."""
 
     id: str
     filename: str
@@ -112,15 +73,20 @@ def file_get(*, tenant: Tenant, file_id: str) -> File:
     """A visible file of the tenant; deleted, foreign (another project or mode) and unknown
     files are all 404."""
     # A malformed id is a plain 404 without touching the database.
-    file = (
-        File.objects.for_tenant(tenant).visible().filter(id=file_id).first()
-        if looks_like_id(file_id, "file")
-        else None
-    )
-    if file is None:
-        raise FileNotFound("No such file.")
-    file.project = tenant.project
-    return file
+    if looks_like_id(file_id, "file"):
+        # By primary key: at most one row, so get(), without first()'s ORDER BY; a deleted
+        # file told by the status read rather than by one more condition (visible()'s
+        # exclude) the ORM compiles each request. The whole instance costs less to ask for
+        # than a values_list() of the fields a file object shows.
+        try:
+            file = File.objects.for_tenant(tenant).get(id=file_id)
+        except File.DoesNotExist:
+            pass
+        else:
+            if file.status != File.Status.DELETED:
+                file.project = tenant.project
+                return file
+    raise FileNotFound("No such file.")
 
 
 # A search first walks the sort's own index for at most this many rows, looking for a page of

@@ -96,8 +96,8 @@ class ReplaceRequest(StrictSerializer):
 
 
 class FileRow(Protocol):
-    """What file_json reads: a File, or a row of FILE_FIELDS (``values_list(*FILE_FIELDS,
-    named=True)``), which a list page reads instead of building model instances."""
+    """What file_json reads: a File (a list page reads selectors.FileText rows of the same
+    fields instead of building model instances)."""
 
     id: str
     filename: str
@@ -116,10 +116,7 @@ class FileRow(Protocol):
     placeholder: str | None
 
 
-FILE_FIELDS = tuple(FileRow.__annotations__)
-
-
-def file_json(file: FileRow | selectors.FileFields | selectors.FileText) -> FileJson:
+def file_json(file: FileRow | selectors.FileText) -> FileJson:
     """The contract's file object. Optional timestamps appear only once they apply."""
     body: FileJson = {
         "id": file.id,
