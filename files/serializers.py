@@ -44,7 +44,7 @@ from storage_service.serializers import (
     validated,
     with_schema,
 )
-from storage_service.timefmt import iso, iso_required
+from storage_service.timefmt import iso_required, shown, shown_required
 
 # --- Input ---------------------------------------------------------------------------------
 
@@ -107,8 +107,8 @@ class ReplaceRequest(StrictSerializer):
 
 
 class FileRow(Protocol):
-    """What file_json reads: a File, or a row of FILE_FIELDS (``values_list(*FILE_FIELDS,
-    named=True)``), which a list page reads instead of building model instances."""
+    """What file_json reads: a File (a list page reads selectors.FileText rows of the same
+    fields instead of building model instances)."""
 
     id: str
     filename: str
@@ -128,10 +128,7 @@ class FileRow(Protocol):
     upload_token_id: str | None
 
 
-FILE_FIELDS = tuple(FileRow.__annotations__)
-
-
-def file_json(file: FileRow) -> FileJson:
+def file_json(file: FileRow | selectors.FileText) -> FileJson:
     """The contract's file object. Optional timestamps appear only once they apply."""
     body: FileJson = {
         "id": file.id,
@@ -142,18 +139,18 @@ def file_json(file: FileRow) -> FileJson:
         "status": cast(FileStatus, file.status),
         "version": file.version,
         "metadata": file.metadata,
-        "createdAt": iso_required(file.created_at),
-        "updatedAt": iso_required(file.updated_at),
-        "expiresAt": iso(file.expires_at),
+        "createdAt": shown_required(file.created_at),
+        "updatedAt": shown_required(file.updated_at),
+        "expiresAt": shown(file.expires_at),
         "placeholder": file.placeholder,
         "uploadTokenId": file.upload_token_id,
     }
     if file.uploaded_at is not None:
-        body["uploadedAt"] = iso_required(file.uploaded_at)
+        body["uploadedAt"] = shown_required(file.uploaded_at)
     if file.checksum:
         body["checksum"] = file.checksum
     if file.status == File.Status.DELETED and file.deleted_at is not None:
-        body["deletedAt"] = iso_required(file.deleted_at)
+        body["deletedAt"] = shown_required(file.deleted_at)
     return body
 
 

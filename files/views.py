@@ -23,7 +23,6 @@ from files.filters import FileFilterSet, FolderFilterSet
 from files.models import File, FileQuerySet
 from files.openapi import FILE_ID, file_links
 from files.serializers import (
-    FILE_FIELDS,
     BatchRequest,
     CopyRequest,
     DownloadUrlRequest,
@@ -59,7 +58,7 @@ from storage_service.idempotency import (
     request_fingerprint,
 )
 from storage_service.openapi import Links, errors_of
-from storage_service.pagination import CursorPagination, values_page
+from storage_service.pagination import CursorPagination
 from storage_service.serializers import EmptyRequest, validated
 from storage_service.shapes import Data
 
@@ -92,7 +91,7 @@ class FileViewSet(viewsets.GenericViewSet):
         term = self.request.query_params.get("search")
         if term:
             return selectors.search_page_rows(queryset, term, count)
-        return values_page(queryset, FILE_FIELDS, count)
+        return selectors.file_page(queryset, count)
 
     @extend_schema(
         extensions=scope("files:write", upload_token=True),

@@ -178,9 +178,3 @@ def _keys(queryset: QuerySet[Any]) -> tuple[str, str]:
 
 def _value(row: Any, name: str) -> Any:
     return row[name] if isinstance(row, dict) else getattr(row, name)
-
-
-def values_page(queryset: QuerySet[Any], fields: tuple[str, ...], count: int) -> list[Any]:
-    """The first ``count`` rows of ``queryset`` as named rows of ``fields``: a list's page,
-    which costs a fraction of model instances."""
-    return list(queryset.values_list(*fields, named=True)[:count])

@@ -16,3 +16,18 @@ def iso_required(value: datetime) -> str:
     text = iso(value)
     assert text is not None
     return text
+
+
+def shown(value: datetime | str | None) -> str | None:
+    """``iso(value)``, where a text is PostgreSQL's exact rendering of the timestamp in
+    ``datetime.isoformat``'s form (files/selectors.py: file_page): its milliseconds, cut as
+    ``iso`` cuts them."""
+    if isinstance(value, str):
+        return value[:23] + "Z"
+    return iso(value)
+
+
+def shown_required(value: datetime | str) -> str:
+    text = shown(value)
+    assert text is not None
+    return text
