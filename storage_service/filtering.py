@@ -9,7 +9,6 @@ rule's message under the parameter's name.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from functools import cache
 from typing import Any
@@ -50,16 +49,6 @@ class CleanedFilter(django_filters.Filter):
         self.clean = clean
         self.default = default
         super().__init__(clean_value=clean, **kwargs)
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> CleanedFilter:
-        """A filter set deep-copies its filters for every instance, so every list request:
-        the copy of a copy of each clean function's closures and defaults, which no request
-        changes. A shallow copy is a filter of its own (the filter set sets its ``parent``);
-        ``method`` set again binds the method to the copy, as django-filter's own setter
-        does."""
-        clone = copy.copy(self)
-        clone.method = self.method
-        return clone
 
 
 class FilterSet(django_filters.FilterSet):
