@@ -19,6 +19,8 @@ from accounts.tenancy import Tenant
 # A MIME type as `type/subtype`, or a whole type as `type/*` (RFC 6838's restricted names).
 _NAME = r"[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}"
 _ALLOWED_TYPE = re.compile(rf"{_NAME}/(?:{_NAME}|\*)")
+# The same, as the API documents and checks an entry it receives (no surrounding space).
+ALLOWED_TYPE_PATTERN = rf"^{_NAME}/(?:{_NAME}|\*)$"
 MAX_ALLOWED_TYPES = 100
 
 

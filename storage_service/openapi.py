@@ -443,8 +443,9 @@ class AutoSchema(SpectacularAutoSchema):
     def get_operation_id(self) -> str:
         # "<tag>_<handler>" (files_upload, files_replace_complete, identity_get): stable, unique
         # per route and method, and readable in generated clients.
+        # A tag of two words (upload-tokens) gives upload_tokens_create: an identifier.
         handler = getattr(self.view, "action", None) or self.method.lower()
-        return f"{self.get_tags()[0]}_{handler}"
+        return f"{self.get_tags()[0].replace('-', '_')}_{handler}"
 
     def get_request_serializer(self) -> Any:
         # Nothing is guessed from the view (our views have no serializer_class): a body is

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -9,7 +10,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 
-from accounts.limits import MAX_ALLOWED_TYPES, clean_allowed_types
+from accounts.limits import ALLOWED_TYPE_PATTERN, MAX_ALLOWED_TYPES, clean_allowed_types
 from files.validation import clean_metadata, clean_path
 from storage_service.serializers import (
     CleanedField,
@@ -56,7 +57,7 @@ def clean_max_file_size(raw: Any) -> int | None:
 @with_schema(
     lambda: {
         "type": ["array", "null"],
-        "items": {"type": "string", "example": "image/*"},
+        "items": {"type": "string", "pattern": ALLOWED_TYPE_PATTERN, "example": "image/*"},
         "minItems": 1,
         "maxItems": MAX_ALLOWED_TYPES,
         "description": "MIME types, exact (`application/pdf`) or a whole type (`image/*`), "
@@ -69,6 +70,11 @@ def clean_token_types(raw: Any) -> list[str] | None:
         return None
     if not isinstance(raw, list) or not all(isinstance(value, str) for value in raw):
         raise serializers.ValidationError("Must be a list of strings or null.")
+    for value in raw:
+        if not re.fullmatch(ALLOWED_TYPE_PATTERN, value):
+            raise serializers.ValidationError(
+                f"{value!r} is not a MIME type such as 'image/png' or 'image/*'."
+            )
     try:
         return clean_allowed_types(raw)
     except DjangoValidationError as exc:

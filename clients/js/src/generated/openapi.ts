@@ -561,13 +561,13 @@ export interface paths {
             cookie?: never;
         };
         /** The project's upload tokens, newest first (keyset pages; never the tokens) */
-        get: operations["upload-tokens_list"];
+        get: operations["upload_tokens_list"];
         put?: never;
         /**
          * Mint an upload token for a browser (the answer is the only time it is shown)
          * @description The page sends `Authorization: Bearer ut_…` to start uploads (`POST /v1/files/upload`, `POST /v1/uploads/multipart`), to work on the multipart uploads it started and to complete the files it started; any other operation answers 403 `INSUFFICIENT_SCOPE`. Each start is checked against the token's bounds before anything is written.
          */
-        post: operations["upload-tokens_create"];
+        post: operations["upload_tokens_create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -582,14 +582,14 @@ export interface paths {
             cookie?: never;
         };
         /** Get an upload token (never the token itself) */
-        get: operations["upload-tokens_retrieve"];
+        get: operations["upload_tokens_retrieve"];
         put?: never;
         post?: never;
         /**
          * Revoke an upload token: it stops working at once; revoking twice succeeds
          * @description Uploads it started stay as they are: the application's server may still complete or delete them with its key.
          */
-        delete: operations["upload-tokens_destroy"];
+        delete: operations["upload_tokens_destroy"];
         options?: never;
         head?: never;
         patch?: never;
@@ -5187,7 +5187,7 @@ export interface operations {
             };
         };
     };
-    "upload-tokens_list": {
+    upload_tokens_list: {
         parameters: {
             query?: {
                 cursor?: string;
@@ -5271,7 +5271,7 @@ export interface operations {
             };
         };
     };
-    "upload-tokens_create": {
+    upload_tokens_create: {
         parameters: {
             query?: never;
             header?: never;
@@ -5378,7 +5378,7 @@ export interface operations {
             };
         };
     };
-    "upload-tokens_retrieve": {
+    upload_tokens_retrieve: {
         parameters: {
             query?: never;
             header?: never;
@@ -5462,7 +5462,7 @@ export interface operations {
             };
         };
     };
-    "upload-tokens_destroy": {
+    upload_tokens_destroy: {
         parameters: {
             query?: never;
             header?: never;
