@@ -107,7 +107,10 @@ def child(args: argparse.Namespace) -> int:
 
 def run_child(extra: list[str]) -> dict[str, Any]:
     done = subprocess.run(
-        [sys.executable, __file__, *extra], capture_output=True, text=True, check=False
+        [sys.executable, "-m", "bench.client_upload", *extra],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if done.returncode != 0:
         sys.stderr.write(done.stderr)

@@ -168,7 +168,11 @@ def quality_worker(path: str) -> None:
 def child(*args: str) -> Any:
     env = {**os.environ, "VIPS_CONCURRENCY": "1", "OMP_NUM_THREADS": "1"}
     done = subprocess.run(
-        [sys.executable, __file__, *args], env=env, capture_output=True, text=True, check=False
+        [sys.executable, "-m", "bench.variants", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(args)} failed:\n{done.stderr}")
@@ -178,7 +182,7 @@ def child(*args: str) -> Any:
 def main() -> None:
     # In a child process: this one must stay small, because a child's peak RSS starts from
     # its parent's (Linux keeps the high-water mark across fork and exec).
-    subprocess.run([sys.executable, __file__, "--inputs"], check=True)
+    subprocess.run([sys.executable, "-m", "bench.variants", "--inputs"], check=True)
     print("variants: 256-px-box WebP q80 thumbnails, one core, one thread")
     print(
         f"load average at start: {os.getloadavg()[0]:.2f} (this machine has {os.cpu_count()} CPUs)"

@@ -112,7 +112,8 @@ async def _serve(port: int) -> None:
 
 def receiver_process(port: int) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen(
-        [sys.executable, __file__, "--serve-receiver", str(port)], stdout=subprocess.PIPE
+        [sys.executable, "-m", "bench.webhooks", "--serve-receiver", str(port)],
+        stdout=subprocess.PIPE,
     )
     assert proc.stdout is not None
     if proc.stdout.readline().strip() != b"ready":
