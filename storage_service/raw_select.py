@@ -19,7 +19,12 @@ class SelectList(Generic[M]):
     ``width`` is how many columns of a joined row are this model's."""
 
     def __init__(self, model: type[M], alias: str | None = None) -> None:
-        fields = model._meta.concrete_fields
+        # The documented _meta API: the model's own fields that have a column, in order.
+        fields = [
+            field
+            for field in model._meta.get_fields()
+            if isinstance(field, models.Field) and field.concrete
+        ]
         prefix = f"{alias}." if alias else ""
         self.model = model
         self.sql = ", ".join(f'{prefix}"{field.column}"' for field in fields)
