@@ -116,7 +116,9 @@ def test_an_upload_interrupted_after_two_parts_resumes_with_only_the_missing_one
     # Parts 1 and 2 were read once to check their checksums, parts 3 to 5 once to send them:
     # nothing was sent twice.
     assert source.bytes_read == len(data)
-    assert seen[0] == 2 * PART and seen[-1] == len(data)
+    # The first report already counts the two held parts (it may come once part 3 is on
+    # its way, as reports follow the bytes sent).
+    assert 2 * PART <= seen[0] < 3 * PART and seen[-1] == len(data)
     assert downloaded(client, file.id) == data
 
 

@@ -4,7 +4,7 @@ the actor are tests/js/conftest.py's). The page is the browser-upload example
 (examples/browser-upload), served by its own Node server on an origin of its own; the store
 (SeaweedFS) is a third origin, so every PUT is a CORS request.
 
-Screenshots land in var/test-artifacts/browser/.
+Screenshots land in var/test-artifacts/browser/<pytest worker>/ (gw0, gw1, or main).
 """
 
 from __future__ import annotations
@@ -39,9 +39,12 @@ def chromium() -> str:
 
 @pytest.fixture(scope="session")
 def artifacts() -> Path:
-    shutil.rmtree(ARTIFACTS, ignore_errors=True)
-    ARTIFACTS.mkdir(parents=True)
-    return ARTIFACTS
+    """This run's screenshots and reports: a folder per pytest worker, emptied at its start,
+    so one worker never deletes what the other's browser tests just wrote."""
+    folder = ARTIFACTS / os.environ.get("PYTEST_XDIST_WORKER", "main")
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    return folder
 
 
 def run_browser(script: str, env: dict[str, str], artifacts: Path, timeout: float) -> NodeRun:
