@@ -7,6 +7,7 @@ refusal, and returns the redirect (or, while an on-demand variant is being made,
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -35,6 +36,8 @@ from storage_service.errors import (
     VariantNotReady,
 )
 from storage_service.ids import looks_like_id
+from storage_service.serving import web_threads
+from variants import readiness
 from variants.imaging import FITS, FORMATS, MAX_DIMENSION, Params
 from variants.models import Variant
 from variants.services import variant_transform
@@ -62,6 +65,11 @@ INLINE_TYPES = frozenset(
 # The longest a presigned URL may live at the store (SigV4's limit).
 MAX_PRESIGN_SECONDS = 7 * 24 * 3600
 VStatus = Variant.Status
+# How many of this process's request threads may wait for variants at once: all but one, so
+# that a burst of first requests never holds every thread and other requests (any tenant's
+# GET, a ready variant's 302) always find one (storage_service/serving.py: WEB_THREADS).
+WAITING_PLACES = max(1, web_threads() - 1)
+_waiting_places = threading.BoundedSemaphore(WAITING_PLACES)
 
 
 def renders_safely(content_type: str | None) -> bool:
@@ -275,20 +283,44 @@ def _variant(tenant: Tenant, file: File, options: signing.Options, accept: str) 
 
 
 def _wait_for(variant: Variant, waited_ms: int) -> Variant:
-    """Poll the row, backing off, for at most one hold (SERVICE_DELIVERY_TRANSFORM_HOLD_MS)
-    and never past the total wait: the request thread is held briefly, then the browser
-    is sent back to ask again (see delivery/resolve.py)."""
+    """Wait for the variant to end, for at most one hold (SERVICE_DELIVERY_TRANSFORM_HOLD_MS)
+    and never past the total wait, woken by the worker's message the moment it ends
+    (variants/readiness.py): the request thread is held briefly, then the browser is sent
+    back to ask again (see delivery/resolve.py).
+
+    Only WAITING_PLACES requests of this process wait at once: one of its request threads
+    is always left for every other request, whatever a burst of first requests asks. A
+    request that finds every place taken is answered at once, 503 VARIANT_NOT_READY with
+    Retry-After; its variant is still made, for the next request of the URL.
+    """
+    if variant.status not in (VStatus.PENDING, VStatus.PROCESSING):
+        return _ended(variant)
     total_left = settings.SERVICE_DELIVERY_TRANSFORM_WAIT_SECONDS * 1000 - waited_ms
     hold = max(0, min(settings.SERVICE_DELIVERY_TRANSFORM_HOLD_MS, total_left)) / 1000
-    deadline = time.monotonic() + hold
-    delay = 0.02
-    while variant.status in (VStatus.PENDING, VStatus.PROCESSING):
-        left = deadline - time.monotonic()
-        if left <= 0:
-            break
-        time.sleep(min(delay, left))
-        delay = min(delay * 2, 0.2)
-        variant = Variant.objects.select_related("output_object").get(id=variant.id)
+    if hold <= 0:
+        return variant
+    if not _waiting_places.acquire(blocking=False):
+        raise VariantNotReady(
+            "The image is being made and this server is waiting for as many as it may; "
+            "retry shortly.",
+            status=503,
+            details={"status": variant.status},
+        )
+    latest = variant
+
+    def done() -> bool:
+        nonlocal latest
+        latest = Variant.objects.select_related("output_object").get(id=variant.id)
+        return latest.status not in (VStatus.PENDING, VStatus.PROCESSING)
+
+    try:
+        readiness.wait_until_done(variant.id, done, hold)
+    finally:
+        _waiting_places.release()
+    return _ended(latest)
+
+
+def _ended(variant: Variant) -> Variant:
     if variant.status == VStatus.FAILED:
         raise VariantFailed(
             f"The image could not be made: {variant.failure_reason}",

@@ -36,7 +36,7 @@ from storage_service.errors import (
     VariantNotReady,
 )
 from storage_service.timefmt import iso
-from variants import imaging
+from variants import imaging, readiness
 from variants.imaging import ELIGIBLE_TYPES, ImageRejected, Params
 from variants.models import Variant
 from variants.placeholder import placeholder_of
@@ -414,6 +414,7 @@ def _finish(
             # The file's current thumbnail: its placeholder shows in every file object.
             File.objects.filter(id=file.id).update(placeholder=placeholder)
         _record(Event.Type.FILE_PROCESSED, file, variant)
+        transaction.on_commit(partial(readiness.announce, variant.id))
         return Outcome("ready")
 
 
@@ -435,6 +436,7 @@ def _mark_failed(file: File, variant: Variant, reason: str) -> None:
     variant.finished_at = timezone.now()
     variant.save()
     _record(Event.Type.FILE_PROCESSING_FAILED, file, variant, reason=reason)
+    transaction.on_commit(partial(readiness.announce, variant.id))
 
 
 def _release(variant_id: str, claim: str) -> Outcome:
