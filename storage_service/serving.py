@@ -124,10 +124,12 @@ def web_workers() -> int:
 
 
 def web_threads() -> int:
-    """Threads per worker: WEB_THREADS, else 2, so a request waiting on PostgreSQL or Redis
-    leaves the core to another. 2 processes x 2 threads on 2 cores was measured against 4 x 2,
-    4 x 1 and 2 x 4 (docs/performance.md)."""
-    return env_int("WEB_THREADS", 2, minimum=1)
+    """Threads per worker: WEB_THREADS, else 4, so a request waiting on PostgreSQL or Redis
+    leaves the core to another, and requests waiting for an image made on demand (at most
+    all threads but one, delivery/resolution.py) leave threads to a page's other images and
+    one to everyone else. 2 processes x 4 threads on 2 cores serve GET within 10% of 2 x 2
+    (docs/performance.md), which cannot wait for three images and serve anyone else."""
+    return env_int("WEB_THREADS", 4, minimum=1)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
