@@ -39,6 +39,7 @@ The package's size (minified, gzipped; goal under 15 KB) is printed too. Needs `
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import logging
@@ -189,15 +190,24 @@ def store_pid(endpoint: str | None) -> int | None:
     return bench.listener_pid(port) if port else None
 
 
-def pin_store(pid: int, core: int) -> None:
+def pin_store(pid: int, core: int) -> set[int]:
     """Every thread of the store on ``core``; this process, and so the API, the browser and
-    the Python client it starts, on the others."""
+    the Python client it starts, on the others. Returns the store's cores before."""
     others = os.sched_getaffinity(0) - {core}
     if not others or core not in os.sched_getaffinity(0):
         raise SystemExit(f"--store-core {core}: needs that core and at least one other")
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        os.sched_setaffinity(int(task.name), {core})
+    before = os.sched_getaffinity(pid)
+    set_affinity(pid, {core})
     os.sched_setaffinity(0, others)
+    return before
+
+
+def set_affinity(pid: int, cores: set[int]) -> None:
+    """Every thread of ``pid`` on ``cores`` (a store that outlives the bench gets its own
+    cores back at the end)."""
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):  # a thread that ended meanwhile
+            os.sched_setaffinity(int(task.name), cores)
 
 
 @dataclass
@@ -318,7 +328,7 @@ def main() -> int:
     if args.store_core is not None:
         if store is None:
             raise SystemExit("--store-core: no process on this machine listens on the store's port")
-        pin_store(store, args.store_core)
+        store_cores = pin_store(store, args.store_core)
 
     for old in Project.objects.filter(name__startswith=PROJECT_PREFIX).values_list("id", flat=True):
         bench.log(f"removing the leftover project {old}")
@@ -408,6 +418,8 @@ def main() -> int:
                 )
             client.close()
     finally:
+        if args.store_core is not None and store is not None:
+            set_affinity(store, store_cores)
         if browser is not None:
             browser.close()
         if example is not None:
