@@ -44,12 +44,19 @@ import urllib.parse
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from email.message import Message
 from pathlib import Path
 from typing import Any
 
 from bench import _common as bench
 from bench.api_throughput import Load, Measure, Peer, Remote, Round, run_wrk
+from bench.delivery_peer import (
+    IMAGE_ACCEPT,
+    PEER_IMAGE,
+    PEER_THUMBS,
+    check,
+    peer_seed,
+    peer_signed,
+)
 
 PROJECT_PREFIX = "bench-delivery-"
 # Enqueued thumbnails go to a queue of the bench's own, emptied at the end: this process
@@ -59,11 +66,6 @@ SOURCE_SIZE = (1200, 900)
 IMAGE_WIDTH = 340  # the 30 KB image: a 340-pixel WebP of a 1200x900 photo
 THUMBNAIL_BOX = 256  # the thumbnail every image gets: a WebP at quality 80 inside 256x256
 FOLDER = "bench/delivery"
-PEER_IMAGE = "bench/image.webp"
-PEER_THUMBS = "bench/thumbs"
-SIGNED_SECONDS = 3600
-# What Chromium sends for an <img>.
-IMAGE_ACCEPT = "image/avif,image/webp,image/apng,image/svg+xml,image/*,*/*;q=0.8"
 
 RESOLVE = "GET /d/… (302 to the variant)"
 GET = "GET /v1/files/<id>"
@@ -130,90 +132,6 @@ def remove(url: str, project_id: str) -> None:
         bench.log(f"the store did not delete them ({exc}); the next run removes the project")
         return
     bench.delete_project(url, project_id)
-
-
-# --- The peer -------------------------------------------------------------------------------
-
-
-def peer_upload(peer: Peer, path: str, body: bytes) -> None:
-    peer.expect(
-        f"the upload of {path}",
-        peer.call(
-            "POST",
-            f"/object/{peer.bucket}/{path}",
-            body,
-            **{"Content-Type": "image/webp", "x-upsert": "true"},
-        ),
-    )
-
-
-def peer_seed(peer: Peer, image: bytes, thumbnail: bytes, count: int) -> None:
-    if peer.call("GET", f"/bucket/{peer.bucket}")[0] != 200:
-        bucket = {"id": peer.bucket, "name": peer.bucket, "public": False}
-        peer.expect(
-            "the bucket's creation",
-            peer.call(
-                "POST",
-                "/bucket",
-                json.dumps(bucket).encode(),
-                **{"Content-Type": "application/json"},
-            ),
-        )
-    peer_upload(peer, PEER_IMAGE, image)
-    with ThreadPoolExecutor(4) as pool:
-        list(
-            pool.map(
-                lambda n: peer_upload(peer, f"{PEER_THUMBS}/thumb-{n:04d}.webp", thumbnail),
-                range(count),
-            )
-        )
-
-
-def peer_signed(peer: Peer, paths: list[str]) -> list[str]:
-    """Signed URLs of ``paths`` (absolute), in one call as an application would ask."""
-    answer = peer.expect(
-        "the signing",
-        peer.call(
-            "POST",
-            f"/object/sign/{peer.bucket}",
-            json.dumps({"expiresIn": SIGNED_SECONDS, "paths": paths}).encode(),
-            **{"Content-Type": "application/json"},
-        ),
-    )
-    by_path = {item["path"]: item["signedURL"] for item in answer}
-    return [peer.url + by_path[path] for path in paths]
-
-
-# --- Checks ---------------------------------------------------------------------------------
-
-
-class NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-
-def fetch(url: str, *, follow: bool = True) -> tuple[int, Message, bytes]:
-    opener = urllib.request.build_opener() if follow else urllib.request.build_opener(NoRedirect)
-    request = urllib.request.Request(url, headers={"Accept": IMAGE_ACCEPT})
-    try:
-        with opener.open(request, timeout=30) as answer:
-            return answer.status, answer.headers, answer.read()
-    except urllib.error.HTTPError as error:
-        return error.code, error.headers, error.read()
-
-
-def check(delivery_url: str, peer_url: str, expected: bytes) -> None:
-    """The delivery URL answers 302 (the variant is ready) to exactly these bytes; so does
-    the peer's signed URL, with 200."""
-    status, headers, _ = fetch(delivery_url, follow=False)
-    if status != 302:
-        raise SystemExit(f"the delivery URL answered {status}, not 302: {delivery_url}")
-    status, _, body = fetch(headers.get("Location", ""))
-    if status != 200 or body != expected:
-        raise SystemExit(f"the delivery URL's Location answered {status}, {len(body)} bytes")
-    status, _, body = fetch(peer_url)
-    if status != 200 or body != expected:
-        raise SystemExit(f"the peer's signed URL answered {status}, {len(body)} bytes")
 
 
 # --- Measuring ------------------------------------------------------------------------------
