@@ -3,6 +3,7 @@
 run: a bare Django app and a "lean" authenticated single-file GET (bench/reference/).
 
     .venv/bin/python -m bench.api_throughput [--rounds 3] [--duration 8] [--warmup 2]
+        [--only get|list|upload|mint|complete ...]
         [--peer-url http://127.0.0.1:5000 --peer-key <service key> [--peer-bucket NAME]]
 
 Load: wrk (2 threads, 16 connections; `apt-get install wrk`), black-box over HTTP against
@@ -13,6 +14,10 @@ counterpart; ratios divide by figures measured in the SAME round, and the table 
 median and range over the rounds. The project is fresh for every run (1,000 seeded files,
 plus pending ones for complete, in the bench database) and deleted afterwards; the peer's
 bucket gets 100 objects in one folder (created or overwritten, left in place).
+
+``mint`` (``POST /v1/upload-tokens``, an application's server minting a browser's upload
+token) is measured right after upload start, which it is held to: minting should cost no
+more than the start it stands in for (``--only mint`` measures both).
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ LEAN = "lean authenticated GET (own process)"
 GET = "GET /v1/files/<id>"
 LIST = "GET /v1/files?path=…&limit=20"
 UPLOAD = "POST /v1/files/upload"
+MINT = "POST /v1/upload-tokens"
 COMPLETE = "POST /v1/files/<id>/complete"
 # The peer's counterpart of each endpoint: Supabase Storage's object info, list of a folder
 # (prefix, limit 20) and signed upload URL, with its service key as the Bearer token.
@@ -60,6 +66,8 @@ PEERS = {GET: PEER_GET, LIST: PEER_LIST, UPLOAD: PEER_UPLOAD}
 GOALS = [(GET, LEAN, 0.8), (LIST, BARE, 0.25), (UPLOAD, BARE, 0.2)]
 # (endpoint, ratio): ours divided by the peer's counterpart, measured in the same round.
 PEER_GOALS = [(GET, 1.2), (LIST, 1.2), (UPLOAD, 0.5)]
+# (endpoint, reference, ratio): ours against ours, measured in the same round.
+OWN_GOALS = [(MINT, UPLOAD, 1.0)]
 PEER_FOLDER = "bench/list"
 PEER_OBJECTS = 100
 
@@ -72,6 +80,15 @@ function request()
     '{"filename":"wrk-%d-%d.png","contentType":"image/png","size":1024}', tid, counter)
   return wrk.format("POST", "/v1/files/upload", nil, body)
 end
+"""
+
+# An application's server minting a token for one browser upload into a user's folder, with
+# every bound a page would get.
+MINT_LUA = """
+local body = '{"path":"uploads/user-42","maxFileSizeBytes":10485760,'
+  .. '"allowedContentTypes":["image/*"],"maxFiles":1,"expiresInSeconds":900,'
+  .. '"allowedOrigins":["https://app.example"]}'
+function request() return wrk.format("POST", "/v1/upload-tokens", nil, body) end
 """
 
 COMPLETE_LUA = """
@@ -169,21 +186,14 @@ def parse_wrk(output: str) -> Measure:
 
 
 def run_wrk(
-    url: str, key: str, load: Load, seconds: float, script: Path | None, script_arg: int = 0
+    url: str, key: str | None, load: Load, seconds: float, script: Path | None, script_arg: int = 0
 ) -> Measure:
-    cmd = [
-        "wrk",
-        f"-t{THREADS}",
-        f"-c{CONNECTIONS}",
-        f"-d{seconds:g}s",
-        "--latency",
-        "--timeout",
-        "30s",
-        "-H",
-        f"Authorization: Bearer {key}",
-        "-H",
-        f"Accept: {load.accept}",
-    ]
+    """One wrk run against ``url`` + ``load.path``; ``key`` None sends no Authorization (a
+    URL that carries its own credential: a delivery URL, a signed URL)."""
+    cmd = ["wrk", f"-t{THREADS}", f"-c{CONNECTIONS}", f"-d{seconds:g}s", "--latency"]
+    cmd += ["--timeout", "30s", "-H", f"Accept: {load.accept}"]
+    if key is not None:
+        cmd += ["-H", f"Authorization: Bearer {key}"]
     if load.expect_body:
         cmd += ["-H", "Content-Type: application/json"]
     if script is not None:
@@ -372,9 +382,10 @@ def main() -> int:
     parser.add_argument("--warmup", type=float, default=2.0, help="unmeasured seconds first")
     parser.add_argument(
         "--only",
-        choices=["get", "list", "upload", "complete"],
+        choices=["get", "list", "upload", "mint", "complete"],
         action="append",
-        help="measure only these endpoints (with both references and the peer); repeatable",
+        help="measure only these endpoints (with both references and the peer; mint with "
+        "upload start, its reference); repeatable",
     )
     parser.add_argument(
         "--peer-url", help="Supabase Storage's address, e.g. http://127.0.0.1:5000 (optional)"
@@ -426,17 +437,28 @@ def main() -> int:
         )
         upload_lua = workdir / "upload.lua"
         upload_lua.write_text(UPLOAD_LUA)
+        mint_lua = workdir / "mint.lua"
+        mint_lua.write_text(MINT_LUA)
         complete_lua = workdir / "complete.lua"
         complete_lua.write_text(COMPLETE_LUA % {"ids": ids, "threads": THREADS})
         ours = [
             Load(GET, "api", f"/v1/files/{file_id}"),
             Load(LIST, "api", f"/v1/files?path={LIST_PATH}&limit=20"),
             Load(UPLOAD, "api", "/v1/files/upload", True, str(upload_lua)),
+            Load(MINT, "api", "/v1/upload-tokens", True, str(mint_lua)),
             Load(COMPLETE, "api", "/v1/files/<id>/complete", True, str(complete_lua)),
         ]
         if args.only:
-            chosen = {"get": GET, "list": LIST, "upload": UPLOAD, "complete": COMPLETE}
+            chosen = {
+                "get": GET,
+                "list": LIST,
+                "upload": UPLOAD,
+                "mint": MINT,
+                "complete": COMPLETE,
+            }
             wanted = {chosen[name] for name in args.only}
+            if MINT in wanted:
+                wanted.add(UPLOAD)  # the reference of mint's goal, in the same rounds
             ours = [load for load in ours if load.label in wanted]
         peer_loads: dict[str, Load] = {}
         if peer is not None:
@@ -602,6 +624,26 @@ def report(
             )
         print(bench.table(["endpoint", "ours req/s", "peer req/s", "ours/peer"], peer_rows))
 
+    own = [(label, reference, goal) for label, reference, goal in OWN_GOALS if label in loads]
+    if own:
+        print("\nAgainst our own endpoints (same round):")
+        print(
+            bench.table(
+                ["endpoint", "req/s", "reference", "reference req/s", "ratio"],
+                [
+                    [
+                        label,
+                        spread([r.measures[label].rps for r in rounds], ",.0f"),
+                        reference,
+                        spread([r.measures[reference].rps for r in rounds], ",.0f"),
+                        spread([r.ratio(label, reference) for r in rounds], ".2f"),
+                    ]
+                    for label, reference, _ in own
+                ],
+                left=(0, 2),
+            )
+        )
+
     print("\nGoals (on the median ratio):")
     if peer is None:
         print("  against the peer: not measured (give --peer-url and --peer-key)")
@@ -611,6 +653,10 @@ def report(
         ratio = median_ratio(rounds, label, PEERS[label])
         verdict = "PASS" if ratio >= goal else "FAIL"
         print(f"  [{verdict}] {label} at least {goal:.2f}x the peer: {ratio:.2f}")
+    for label, reference, goal in own:
+        ratio = median_ratio(rounds, label, reference)
+        verdict = "PASS" if ratio >= goal else "FAIL"
+        print(f"  [{verdict}] {label} at least {goal:.2f}x {reference}: {ratio:.2f}")
     for label, reference, share in GOALS:
         if label not in loads:
             continue

@@ -1,8 +1,12 @@
 // The browser side of bench/browser_upload.py: one headless Chromium (Debian's) opens the
 // browser-upload example at EXAMPLE_URL, picks FILE in the page's file input (or, without
-// FILE, makes SIZE random bytes into a File in memory), prints "ready", then uploads that File through uploadParts (CONCURRENCY parts at a time) each time a
-// line "upload" arrives on stdin: start on the example's server, PUT the parts to the store,
-// complete. One JSON line per upload: {seconds, startMs, partsMs, completeMs, fileId}.
+// FILE, makes SIZE random bytes into a File in memory), prints "ready", then uploads that
+// File on each line that arrives on stdin:
+// - "upload": through the example's server (start there, uploadParts with CONCURRENCY parts
+//   at a time to the store, complete there); one JSON line
+//   {seconds, startMs, partsMs, completeMs, partSize, fileId};
+// - "token <ut_…> <api base URL>": with the token alone, straight to the API
+//   (uploadWithToken, CONCURRENCY parts at a time); one JSON line {seconds, partSize, fileId}.
 // The same browser serves every round, so the Python side's rounds can be interleaved with it.
 import { createInterface } from "node:readline";
 
@@ -35,7 +39,24 @@ try {
   }
   console.log("ready");
   for await (const line of createInterface({ input: process.stdin })) {
-    if (line.trim() !== "upload") continue;
+    const [command, token, baseUrl] = line.trim().split(" ");
+    if (command === "token") {
+      const result = await page.evaluate(
+        async ({ concurrency, token, baseUrl }) => {
+          const { uploadWithToken } = await import("storage-service-client/browser");
+          const file = window.benchFile;
+          const started = performance.now();
+          const stored = await uploadWithToken(file, { token, baseUrl, concurrency });
+          const ended = performance.now();
+          if (stored.status !== "uploaded" || stored.size !== file.size) throw new Error("not stored");
+          return { seconds: (ended - started) / 1000, fileId: stored.id };
+        },
+        { concurrency: Number(CONCURRENCY), token, baseUrl },
+      );
+      console.log(JSON.stringify(result));
+      continue;
+    }
+    if (command !== "upload") continue;
     const result = await page.evaluate(async (concurrency) => {
       const { uploadParts } = await import("storage-service-client/browser");
       const file = window.benchFile;
