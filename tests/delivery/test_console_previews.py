@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import re
 import time
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
@@ -33,7 +34,7 @@ def staff() -> Client:
     return client
 
 
-def resolve(url: str) -> object:
+def resolve(url: str) -> Any:
     return browser.get(urlsplit(url).path)
 
 
