@@ -22,6 +22,13 @@ from accounts.limits import clean_allowed_types
 from accounts.models import ApiKey, BandwidthUsage, Organization, Project, ProjectLimits
 from accounts.scopes import SCOPE_HELP, SCOPES, parse_scopes
 from accounts.services import api_key_issue, api_key_revoke
+from accounts.staffaccess import (
+    ProjectScoped,
+    ProjectScopedInline,
+    granted_projects,
+    may_see_project,
+    sees_every_project,
+)
 from accounts.tenancy import Tenant
 from accounts.usage import RECENT_DAYS, ProjectUsage, project_usage, recent_bandwidth_subquery
 from storage_service.adminperms import ReadOnlyAdmin, StaffView
@@ -35,8 +42,9 @@ admin.site.index_title = "Projects, files and deliveries"
 admin.site.enable_nav_sidebar = False
 
 
-class ProjectInline(StaffView, admin.TabularInline):
+class ProjectInline(ProjectScopedInline, StaffView, admin.TabularInline):
     model = Project
+    project_path = "pk"
     extra = 0
     fields = ("id", "name", "created_at")
     readonly_fields = ("id", "created_at")
@@ -49,6 +57,17 @@ class OrganizationAdmin(StaffView, admin.ModelAdmin):
     search_fields = ("name", "id")
     readonly_fields = ("id", "created_at")
     inlines = [ProjectInline]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Organization]:
+        # Staff see the organizations of their projects (and, on each, those projects only).
+        rows = super().get_queryset(request)
+        if sees_every_project(request.user):
+            return rows
+        return rows.filter(id__in=granted_projects(request.user).values("organization_id"))
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        # A new organization's projects would be granted to no one: superusers create them.
+        return sees_every_project(request.user)
 
 
 def _bytes(count: int) -> str:
@@ -91,7 +110,7 @@ class ProjectLimitsInline(StaffView, admin.TabularInline):
 
 
 @admin.register(Project)
-class ProjectAdmin(StaffView, admin.ModelAdmin):
+class ProjectAdmin(ProjectScoped, StaffView, admin.ModelAdmin):
     """Projects with their keys and their usage.
 
     The changelist shows only the recent bandwidth, annotated in its one query (each row
@@ -115,7 +134,26 @@ class ProjectAdmin(StaffView, admin.ModelAdmin):
     readonly_fields = ("id", "created_at", "storage", "bandwidth", "recent_bandwidth_detail")
     # Keys are listed (and issued and revoked) by the console's section of the page.
     inlines = [ProjectLimitsInline]
+    project_path = "pk"
+    # Who of the staff sees the project: set by superusers only (accounts/staffaccess.py).
+    grant_fields = ("staff_users", "staff_groups")
+    filter_horizontal = grant_fields
     change_form_template = "admin/accounts/project/console_change_form.html"
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        if sees_every_project(request.user):
+            return (*self.fields, *self.grant_fields)
+        return self.fields
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        # A new project is granted to no one yet: superusers create it, then grant it.
+        return sees_every_project(request.user)
+
+    def _visible_project(self, request: HttpRequest, project_id: str) -> Project:
+        project = Project.objects.filter(id=project_id).first()
+        if project is None or not may_see_project(request.user, project.id):
+            raise Http404("No such project.")
+        return project
 
     @admin.display(description="Files")
     def files_link(self, obj: Project) -> str:
@@ -148,9 +186,9 @@ class ProjectAdmin(StaffView, admin.ModelAdmin):
         key_kind = console.key_kinds.get(kind)
         if key_kind is None:
             raise Http404("No such kind of key.")
+        project = self._visible_project(request, project_id)
         if not request.user.has_perm(key_kind.add_permission):
             raise PermissionDenied
-        project = get_object_or_404(Project, id=project_id)
         mode = request.POST.get("mode", "")
         if mode not in ApiKey.Environment.values:
             messages.error(request, "Choose live or test.")
@@ -171,9 +209,9 @@ class ProjectAdmin(StaffView, admin.ModelAdmin):
         key_kind = console.key_kinds.get(kind)
         if key_kind is None:
             raise Http404("No such kind of key.")
+        project = self._visible_project(request, project_id)
         if not request.user.has_perm(key_kind.change_permission):
             raise PermissionDenied
-        project = get_object_or_404(Project, id=project_id)
         try:
             mode = key_kind.revoke(project, key_id)
         except ApiError as exc:
@@ -285,7 +323,7 @@ def revoke_keys(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: Qu
 
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(StaffView, admin.ModelAdmin):
+class ApiKeyAdmin(ProjectScoped, StaffView, admin.ModelAdmin):
     """Staff issue a key with "Add": the full key is shown once, in the confirmation message."""
 
     list_display = (
@@ -363,7 +401,7 @@ class ApiKeyAdmin(StaffView, admin.ModelAdmin):
 
 
 @admin.register(BandwidthUsage)
-class BandwidthUsageAdmin(ReadOnlyAdmin):
+class BandwidthUsageAdmin(ProjectScoped, ReadOnlyAdmin):
     """Read-only: the rows are written by the download-url endpoints, one upsert each."""
 
     list_display = ("project", "mode", "day", "bytes", "downloads")

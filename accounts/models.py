@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
 
@@ -22,6 +23,22 @@ class Project(models.Model):
     )
     name = models.CharField(max_length=200)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Who of the staff (not superusers) may see the project in the console: these users, and
+    # the members of these groups (accounts/staffaccess.py). Superusers see every project.
+    staff_users = models.ManyToManyField(
+        settings.AUTH_USER_MODEL,
+        blank=True,
+        related_name="granted_projects",
+        verbose_name="staff users granted",
+        help_text="Staff users (not superusers) who see this project in the console.",
+    )
+    staff_groups = models.ManyToManyField(
+        "auth.Group",
+        blank=True,
+        related_name="granted_projects",
+        verbose_name="staff groups granted",
+        help_text="Groups whose staff members see this project in the console.",
+    )
 
     def __str__(self) -> str:
         return f"{self.name} ({self.id})"

@@ -29,6 +29,7 @@ class Stored:
     bytes: int
     objects: int
     files: int = 0
+    largest_file: int = 0  # bytes of the largest file (what a file-size limit is held to)
 
 
 @hook
@@ -43,6 +44,7 @@ class ProjectUsage:
     storage_bytes: int
     stored_objects: int
     files: int
+    largest_file_bytes: int
     bandwidth_bytes: int
     downloads: int
     recent_bandwidth_bytes: int  # the last RECENT_DAYS days, today (UTC) included
@@ -75,6 +77,7 @@ def project_usage(tenant: Tenant) -> ProjectUsage:
         storage_bytes=sum(s.bytes for s in stored),
         stored_objects=sum(s.objects for s in stored),
         files=sum(s.files for s in stored),
+        largest_file_bytes=max((s.largest_file for s in stored), default=0),
         bandwidth_bytes=bandwidth["total_bytes"],
         downloads=bandwidth["total_downloads"],
         recent_bandwidth_bytes=bandwidth["recent_bytes"],

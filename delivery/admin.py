@@ -9,30 +9,35 @@ from django.urls import reverse
 
 from accounts.console import KeyKind, KeyRow, key_kind
 from accounts.models import Project
+from accounts.staffaccess import ProjectScoped
 from accounts.tenancy import Tenant
+from delivery.console import ConsoleSigner, console_key_rotate
 from delivery.models import DeliveryKey
 from delivery.services import (
     delivery_key_issue_for,
     delivery_key_revoke,
     delivery_key_revoke_by_id,
 )
+from files import console as file_console
 from storage_service.adminperms import ReadOnlyAdmin, each_through_service
 
 
 @admin.register(DeliveryKey)
-class DeliveryKeyAdmin(ReadOnlyAdmin):
+class DeliveryKeyAdmin(ProjectScoped, ReadOnlyAdmin):
     """Read-only but for revocation: a key's secret is shown once, to whoever issues it
-    (the API, or ``manage.py issue_delivery_key``), never here."""
+    (the API, or ``manage.py issue_delivery_key``), never here. The console's own keys
+    (``console``, delivery/console.py) are listed too: revoking one stops the previews it
+    signed, and "rotate" makes the next at once."""
 
-    list_display = ("id", "project", "mode", "created_at", "revoked_at")
-    list_filter = ("mode",)
+    list_display = ("id", "project", "mode", "console", "created_at", "revoked_at")
+    list_filter = ("mode", "console")
     search_fields = ("=id", "=project__id")
     search_help_text = "A delivery key or project id."
     list_select_related = ("project",)
     raw_id_fields = ("project",)
-    fields = ("id", "project", "mode", "created_at", "revoked_at")
+    fields = ("id", "project", "mode", "console", "created_at", "revoked_at")
     readonly_fields = fields
-    actions = ["revoke"]
+    actions = ["revoke", "rotate_console"]
 
     @admin.action(
         description="Revoke the selected delivery keys (their URLs stop resolving)",
@@ -46,6 +51,23 @@ class DeliveryKeyAdmin(ReadOnlyAdmin):
             lambda key: delivery_key_revoke_by_id(key_id=key.id),
             "Revoked {count} delivery key(s).",
         )
+
+    @admin.action(
+        description="Rotate the selected console keys (previews are signed with a new one)",
+        permissions=["operate"],
+    )
+    def rotate_console(self, request: HttpRequest, queryset: QuerySet[DeliveryKey]) -> None:
+        each_through_service(
+            self,
+            request,
+            queryset.filter(console=True, revoked_at__isnull=True),
+            lambda key: console_key_rotate(key.id),
+            "Rotated {count} console key(s).",
+        )
+
+
+# The console's previews and thumbnails are delivery URLs signed with its own keys.
+file_console.preview_signer(ConsoleSigner)
 
 
 # The project's page in the staff console lists, issues and revokes delivery keys too, through
@@ -63,7 +85,7 @@ def _delivery_key_rows(project: Project) -> list[KeyRow]:
             revoked_at=key.revoked_at,
             url=reverse("admin:delivery_deliverykey_change", args=[quote(key.pk)]),
         )
-        for key in DeliveryKey.objects.filter(project=project).order_by("-id")[:50]
+        for key in DeliveryKey.objects.filter(project=project, console=False).order_by("-id")[:50]
     ]
 
 

@@ -10,8 +10,14 @@ from storage_service.model_fields import public_id_field
 
 class DeliveryKeyQuerySet(models.QuerySet["DeliveryKey"]):
     def for_tenant(self, tenant: Tenant) -> DeliveryKeyQuerySet:
-        """The only way to scope delivery keys: the tenant's project and mode."""
-        return self.filter(project_id=tenant.project_id, mode=tenant.mode)
+        """The only way to scope the tenant's own delivery keys (its project and mode): the
+        console's keys are not among them, so the API never lists, counts, picks or revokes
+        one."""
+        return self.filter(project_id=tenant.project_id, mode=tenant.mode, console=False)
+
+    def for_console(self, tenant: Tenant) -> DeliveryKeyQuerySet:
+        """The keys the staff console signed the tenant's previews with (delivery/console.py)."""
+        return self.filter(project_id=tenant.project_id, mode=tenant.mode, console=True)
 
     def active(self) -> DeliveryKeyQuerySet:
         return self.filter(revoked_at__isnull=True)
@@ -32,6 +38,10 @@ class DeliveryKey(models.Model):
     salt = models.CharField(max_length=64, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # The staff console's own key (delivery/console.py), made on first need: the API never
+    # lists, counts or revokes it, and what it resolves is not the customer's traffic (it
+    # counts against neither the delivery budget nor the bandwidth). Staff revoke it here.
+    console = models.BooleanField(default=False, editable=False)
 
     objects = DeliveryKeyQuerySet.as_manager()
 

@@ -136,7 +136,9 @@ def delivery_resolve(
     now = time.time()
     if options.expires is not None and now >= options.expires:
         raise UrlExpired("The URL has expired.", details={"expiredAt": _iso(options.expires)})
-    _count(key.project_id)
+    # The staff console's previews are not the customer's traffic (delivery/console.py).
+    if not key.console:
+        _count(key.project_id)
     tenant = Tenant(project=key.project, mode=key.mode)
     file = file_get(tenant=tenant, file_id=file_id)
     if file.status != File.Status.UPLOADED:
@@ -168,7 +170,8 @@ def delivery_resolve(
         expires_in=min(2 * window, MAX_PRESIGN_SECONDS),
         response_headers=_response_headers(target, window),
     )
-    bandwidth_record(tenant=tenant, size=target.size)
+    if not key.console:
+        bandwidth_record(tenant=tenant, size=target.size)
     # The Location lives until window_start + 2 windows, so a copy of this answer kept for
     # up to one window still leads somewhere valid; an unpinned URL is kept briefly so a
     # replace shows; never beyond the URL's own expiry.

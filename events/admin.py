@@ -11,6 +11,7 @@ from django.contrib.admin.options import InlineModelAdmin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from accounts.staffaccess import ProjectScoped
 from events.models import Event
 from storage_service.adminperms import ReadOnlyAdmin
 from storage_service.ids import looks_like_id
@@ -50,7 +51,7 @@ def by_id_prefix(
 
 
 @admin.register(Event)
-class EventAdmin(ReadOnlyAdmin):
+class EventAdmin(ProjectScoped, ReadOnlyAdmin):
     list_display = ("id", "type", "project", "created_at")
     list_filter = ("type",)
     list_select_related = ("project",)

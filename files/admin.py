@@ -23,6 +23,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html
 
 from accounts.models import Project
+from accounts.staffaccess import ProjectScoped, may_see_project
 from accounts.tenancy import Tenant
 from events.selectors import file_events
 from files import console
@@ -122,9 +123,10 @@ def restore_files(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: 
 
 
 @admin.register(File)
-class FileAdmin(ReadOnlyAdmin):
+class FileAdmin(ProjectScoped, ReadOnlyAdmin):
+    # No thumbnails here: the list spans every project, and a thumbnail is a delivery URL of
+    # its tenant (the folder browser shows them, a page of one tenant at a time).
     list_display = (
-        "thumbnail",
         "name",
         "folder",
         "project_name",
@@ -178,13 +180,6 @@ class FileAdmin(ReadOnlyAdmin):
     ) -> list[type[InlineModelAdmin[Any, Any]]]:
         return [*self.inlines, *_file_page_inlines]
 
-    @admin.display(description="")
-    def thumbnail(self, obj: File) -> str:
-        url = console.thumbnail_url(obj)
-        if url is None:
-            return ""
-        return format_html('<img class="thumb" src="{}" alt="" loading="lazy">', url)
-
     @admin.display(description="Name", ordering="filename")
     def name(self, obj: File) -> str:
         return shorten(obj.filename)
@@ -213,7 +208,7 @@ class FileAdmin(ReadOnlyAdmin):
         if not self.has_view_permission(request):
             raise PermissionDenied
         project = Project.objects.filter(id=project_id).first()
-        if project is None:
+        if project is None or not may_see_project(request.user, project.id):
             raise Http404("No such project.")
         mode = console.clean_mode(request.GET.get("mode"))
         folder, error = console.clean_folder(request.GET.get("path"))
@@ -221,6 +216,8 @@ class FileAdmin(ReadOnlyAdmin):
             project=project, mode=mode, path=folder, cursor=request.GET.get("after")
         )
         base = reverse("admin:files_file_browse", args=[project.id])
+        signer = console.signer_for(request)
+        thumbnails = signer.thumbnails(page.files) if signer is not None else {}
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,
@@ -236,7 +233,8 @@ class FileAdmin(ReadOnlyAdmin):
                     "name": shorten(file.filename),
                     "type": shorten(file.content_type, 40),
                     "size": filesizeformat(file.size),
-                    "thumbnail": console.thumbnail_url(file),
+                    "thumbnail": thumbnails.get(file.id),
+                    "image": console.preview_kind(file.sniffed_type) == "image",
                     "url": reverse("admin:files_file_change", args=[quote(file.id)]),
                 }
                 for file in page.files
@@ -268,7 +266,7 @@ class FileAdmin(ReadOnlyAdmin):
         if file is not None and self.has_view_permission(request, file):
             events = file_events(file_id=file.id, project_id=file.project_id)
             extra.update(
-                preview=console.file_preview(file),
+                preview=console.file_preview(file, console.signer_for(request)),
                 events=events,
                 browse_url=reverse("admin:files_file_browse", args=[file.project_id])
                 + f"?mode={file.mode}",
@@ -277,7 +275,7 @@ class FileAdmin(ReadOnlyAdmin):
 
 
 @admin.register(StoredObject)
-class StoredObjectAdmin(ReadOnlyAdmin):
+class StoredObjectAdmin(ProjectScoped, ReadOnlyAdmin):
     list_display = ("id", "project", "state", "short_type", "human_size", "created_at", "purged_at")
     list_filter = ("state",)
     search_fields = ("=storage_key", "=project__id")

@@ -3,37 +3,37 @@ page shows besides its fields (previews, downloads, events, deliveries).
 
 Folders are the API's (``child_folders``), and a folder's files are read as the listing reads
 them: the ``file_path_prefix`` index, newest first, a keyset cursor after the last row (never
-an OFFSET). Bytes reach the browser only through signed URLs of the store: the console never
-serves a file's bytes itself, and only types that browsers show safely (sniffed from the
-bytes, never the declared type) are shown inline.
+an OFFSET). The console never serves a file's bytes itself: previews and thumbnails are
+delivery URLs signed with the console's own key (delivery/console.py), downloads signed URLs
+of the store; only types that browsers show safely (sniffed from the bytes, never the
+declared type) are previewed, anything else (SVG, HTML, …) is a download.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from django.core.paginator import Paginator
 from django.db.models import Q
-from django.utils import timezone
+from django.http import HttpRequest
 from django.utils.dateparse import parse_datetime
 from django.utils.functional import cached_property
 from rest_framework import serializers
 
 from accounts.models import ApiKey, Project
 from accounts.tenancy import Tenant
-from files.models import File, FileVersion, StoredObject
+from files.models import File, StoredObject
 from files.selectors import FolderRow, child_folders
 from files.validation import clean_path
 from storage_service import objectstore
 
-# Previews live a short while: long enough to look, not long enough to share.
-PREVIEW_SECONDS = 600
+# Downloads live a short while: long enough to start, not long enough to share.
+DOWNLOAD_SECONDS = 600
 FOLDER_PAGE = 50
 MAX_FOLDERS = 200
-# A list thumbnail is the original bytes: only small images are shown as one.
-THUMBNAIL_MAX_BYTES = 5 * 1024 * 1024
 
 # What a browser shows inline without running anything: raster images, audio, video, PDF
 # (in its own viewer, from the store's origin). SVG and HTML can carry script: download only.
@@ -66,41 +66,34 @@ def preview_kind(sniffed_type: str | None) -> str | None:
 def download_url(stored: StoredObject, filename: str) -> str:
     """A short-lived attachment URL of the stored bytes, under the file's name."""
     return objectstore.presign_get(
-        key=stored.storage_key, expires_in=PREVIEW_SECONDS, filename=filename
+        key=stored.storage_key, expires_in=DOWNLOAD_SECONDS, filename=filename
     ).url
 
 
-def preview_url(stored: StoredObject) -> str | None:
-    """A short-lived inline URL, only for a type browsers show without running anything; the
-    store answers with the sniffed type, never the declared one, and the service's other
-    download headers."""
-    if preview_kind(stored.sniffed_type) is None or stored.sniffed_type is None:
-        return None
-    return objectstore.signed_get_url(
-        key=stored.storage_key,
-        signed_at=timezone.now(),
-        expires_in=PREVIEW_SECONDS,
-        response_headers={
-            "response-content-disposition": "inline",
-            "response-content-type": stored.sniffed_type,
-            "response-cache-control": objectstore.DOWNLOAD_CACHE_CONTROL,
-            "response-content-encoding": objectstore.DOWNLOAD_CONTENT_ENCODING,
-            "response-content-language": objectstore.DOWNLOAD_CONTENT_LANGUAGE,
-        },
-    )
+class PreviewSigner(Protocol):
+    """Signs the delivery URLs the console shows a file through (delivery/console.py)."""
+
+    def url(self, file: File, *, version: int | None = None, thumbnail: bool = False) -> str:
+        """The current version, a pinned version, or the file's thumbnail."""
+        ...
+
+    def thumbnails(self, files: list[File]) -> dict[str, str]:
+        """The ready thumbnails of these files' current versions, by file id."""
+        ...
 
 
-def thumbnail_url(file: File) -> str | None:
-    """The list's thumbnail: small images only (the original bytes, signed)."""
-    stored = file.current_object
-    if (
-        file.status != File.Status.UPLOADED
-        or preview_kind(file.sniffed_type) != "image"
-        or stored.size is None
-        or stored.size > THUMBNAIL_MAX_BYTES
-    ):
-        return None
-    return preview_url(stored)
+# The app that signs delivery URLs registers how (delivery/admin.py), as a model registers
+# with the admin site: files imports none of it. Without one, pages offer downloads only.
+_preview_signers: list[Callable[[HttpRequest], PreviewSigner]] = []
+
+
+def preview_signer(factory: Callable[[HttpRequest], PreviewSigner]) -> None:
+    if factory not in _preview_signers:
+        _preview_signers.append(factory)
+
+
+def signer_for(request: HttpRequest) -> PreviewSigner | None:
+    return _preview_signers[-1](request) if _preview_signers else None
 
 
 @dataclass(frozen=True)
@@ -179,39 +172,16 @@ def clean_mode(value: str | None) -> str:
     return value if value in modes else ApiKey.Environment.LIVE
 
 
-@dataclass(frozen=True)
-class VersionLink:
-    version: FileVersion
-    download: str
-    preview: str | None
-
-
-def version_links(file: File) -> list[VersionLink]:
-    """Every published version, newest first, each with its download (and preview)."""
-    versions = (
-        FileVersion.objects.filter(file=file).select_related("stored_object").order_by("-version")
-    )
-    return [
-        VersionLink(
-            version=v,
-            download=download_url(v.stored_object, file.filename),
-            preview=preview_url(v.stored_object),
-        )
-        for v in versions
-        if v.stored_object.purged_at is None
-    ]
-
-
-def file_preview(file: File) -> dict[str, Any]:
-    """The current bytes as the page shows them: a preview (inline kinds only) and a
-    download, or why there is none."""
+def file_preview(file: File, signer: PreviewSigner | None) -> dict[str, Any]:
+    """The current bytes as the page shows them: a preview (inline kinds only, through a
+    delivery URL) and a download, or why there is none."""
     if file.status != File.Status.UPLOADED:
         return {"reason": f"The file is {file.status}: no bytes to show."}
-    kind = preview_kind(file.sniffed_type)
+    kind = preview_kind(file.sniffed_type) if signer is not None else None
     stored = file.current_object
     return {
         "kind": kind,
-        "url": preview_url(stored) if kind else None,
+        "url": signer.url(file) if kind and signer is not None else None,
         "download": download_url(stored, file.filename),
         "reason": None
         if kind

@@ -44,16 +44,23 @@ def _deltas(project_id: str, mode: str) -> dict[str, int]:
 
 def project_stored(*, tenant: Tenant) -> Stored:
     """accounts' ``project_storage`` hook (registered in FilesConfig.ready): the bytes in the
-    store, in how many objects, and how many uploaded files (not deleted) the tenant has.
+    store, in how many objects, how many uploaded files (not deleted) the tenant has, and the
+    size of the largest.
 
     The bytes and objects are the tenant's delta rows; the files are counted (an index-only
     scan of file_list_status): usage is read rarely and under no lock, and counting them
     spares every statement on files_file, folder jobs' included, a trigger."""
     totals = _deltas(tenant.project_id, tenant.mode)
-    files = (
-        File.objects.for_tenant(tenant).filter(status=File.Status.UPLOADED).aggregate(n=Count("*"))
+    uploaded = File.objects.for_tenant(tenant).filter(status=File.Status.UPLOADED)
+    files = uploaded.aggregate(n=Count("*"))
+    # The largest from the top of file_list_size (project, mode, size, id), read backwards.
+    largest = uploaded.order_by("-size", "-id").values_list("size", flat=True).first()
+    return Stored(
+        bytes=totals["stored"],
+        objects=totals["objects"],
+        files=files["n"],
+        largest_file=largest or 0,
     )
-    return Stored(bytes=totals["stored"], objects=totals["objects"], files=files["n"])
 
 
 def held_bytes(*, tenant: Tenant) -> int:

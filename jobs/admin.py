@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from django.contrib import admin
 
+from accounts.staffaccess import ProjectScoped
 from jobs.models import Job
 from storage_service.adminperms import ReadOnlyAdmin
 
 
 @admin.register(Job)
-class JobAdmin(ReadOnlyAdmin):
+class JobAdmin(ProjectScoped, ReadOnlyAdmin):
     """Folder operations and their progress: staff see them, only the service changes them."""
 
     list_display = (

@@ -1,10 +1,11 @@
-"""Who may do what in the admin: every staff user sees everything; only superusers change.
+"""Who may do what in the admin: staff look; only superusers change.
 
 Operators are staff users. Django's default would show a staff user only the models they
 hold a "view" permission for, one grant per model; here being staff is the grant to look
-(the admin site itself already turns away anyone not active and staff). Changes a service
-makes (delete/restore a file, redeliver, revoke or issue a key) stay with superusers, or
-with users given the model's permissions explicitly.
+(the admin site itself already turns away anyone not active and staff), at the projects
+granted to them (accounts/staffaccess.py: superusers see every project, other staff only
+theirs). Changes a service makes (delete/restore a file, redeliver, revoke or issue a key)
+stay with superusers, or with users given the model's permissions explicitly.
 """
 
 from __future__ import annotations

@@ -23,7 +23,8 @@ class SelectList(Generic[M]):
         fields = [
             field
             for field in model._meta.get_fields()
-            if isinstance(field, models.Field) and field.concrete
+            # A many-to-many field is concrete, but its column is in its own table.
+            if isinstance(field, models.Field) and field.concrete and not field.many_to_many
         ]
         prefix = f"{alias}." if alias else ""
         self.model = model

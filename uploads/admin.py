@@ -9,6 +9,7 @@ from django.urls import reverse
 
 from accounts.console import KeyKind, KeyRow, key_kind
 from accounts.models import Project
+from accounts.staffaccess import ProjectScoped
 from accounts.tenancy import Tenant
 from storage_service.adminperms import ReadOnlyAdmin, each_through_service
 from uploads.models import UploadSession, UploadToken
@@ -16,7 +17,7 @@ from uploads.tokens import upload_token_create, upload_token_revoke
 
 
 @admin.register(UploadSession)
-class UploadSessionAdmin(ReadOnlyAdmin):
+class UploadSessionAdmin(ProjectScoped, ReadOnlyAdmin):
     """Read-only: sessions change only through the API and the expiry sweep.
 
     The store's upload id is left out on purpose: it is never shown to anyone.
@@ -57,7 +58,7 @@ def revoke_upload_tokens(
 
 
 @admin.register(UploadToken)
-class UploadTokenAdmin(ReadOnlyAdmin):
+class UploadTokenAdmin(ProjectScoped, ReadOnlyAdmin):
     """Read-only, with a revoke action (superusers): tokens are minted through the API only.
     The token's hash is left out: it is of no use to anyone reading this page."""
 

@@ -5,6 +5,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html
 
+from accounts.staffaccess import ProjectScoped
 from files import console
 from files.admin import file_page_inline
 from storage_service.adminperms import ReadOnlyAdmin, ReadOnlyInline
@@ -12,7 +13,7 @@ from variants.models import Variant
 
 
 @admin.register(Variant)
-class VariantAdmin(ReadOnlyAdmin):
+class VariantAdmin(ProjectScoped, ReadOnlyAdmin):
     """Read-only: variants change only through their services and workers (deleting one here
     would leave its result object behind, unknown to the purge)."""
 

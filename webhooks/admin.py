@@ -18,6 +18,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
 
+from accounts.staffaccess import ProjectScoped
 from accounts.tenancy import Tenant
 from events.admin import by_id_prefix, event_page_inline
 from storage_service.adminperms import ReadOnlyAdmin, ReadOnlyInline, each_through_service
@@ -37,7 +38,7 @@ def enable(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySe
 
 
 @admin.register(Endpoint)
-class EndpointAdmin(ReadOnlyAdmin):
+class EndpointAdmin(ProjectScoped, ReadOnlyAdmin):
     list_display = (
         "id",
         "short_url",
@@ -106,7 +107,8 @@ def redeliver(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: Quer
 
 
 @admin.register(Delivery)
-class DeliveryAdmin(ReadOnlyAdmin):
+class DeliveryAdmin(ProjectScoped, ReadOnlyAdmin):
+    project_path = "endpoint__project"
     list_display = (
         "id",
         "endpoint_id",

@@ -23,6 +23,7 @@ def test_staff_see_jobs_and_their_progress_but_cannot_change_them(owner: Actor) 
     job = job_of(owner.post("/v1/folders/move", {"from": "a", "to": "z"}))
     run_job(job.id)
     staff = User.objects.create_user("staff", "s@example.test", "pw", is_staff=True)
+    owner.project.staff_users.add(staff)  # staff see the projects granted to them
     client = client_for(staff)
 
     listing = client.get("/admin/jobs/job/", {"q": job.id})

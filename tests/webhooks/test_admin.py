@@ -194,7 +194,7 @@ def test_only_staff_reach_the_admin(owner: Actor) -> None:
     assert anonymous.status_code == 302 and "/admin/login/" in anonymous["Location"]
 
 
-def test_any_staff_user_sees_everything_but_only_superusers_act(owner: Actor) -> None:
+def test_staff_see_their_projects_but_only_superusers_act(owner: Actor) -> None:
     webhook_id, _ = register(owner)
     event = record(owner)
     delivery = Delivery.objects.get(event=event)
@@ -203,6 +203,7 @@ def test_any_staff_user_sees_everything_but_only_superusers_act(owner: Actor) ->
     user = User.objects.create_user("operator", "op@example.test", "pw", is_staff=True)
     client = Client()
     client.force_login(user)  # staff, no permission granted one by one
+    owner.project.staff_users.add(user)  # the project is granted to them
 
     index = html(client, "/admin/")
     for section in ("Webhooks", "Files", "Accounts", "Uploads", "Variants"):

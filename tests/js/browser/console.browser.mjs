@@ -1,7 +1,8 @@
 // The staff console in headless Chromium at 1366x768: log in, open a project's page (its
 // usage chart), browse its folders, open an image (its preview loads), download a version,
-// issue and revoke a key, and visit every admin list and page: none scrolls sideways. A
-// screenshot of each page goes to ARTIFACTS. Run by tests/js/browser/test_console.py, which
+// issue and revoke a key, and visit every admin list and page: none scrolls sideways; then a
+// staff user granted one project sees that project only. A screenshot of each page goes to
+// ARTIFACTS. Run by tests/js/browser/test_console.py, which
 // prepared the staff user, the project (PROJECT_ID) and its files, and checks the results.
 import assert from "node:assert/strict";
 import { readFile, writeFile } from "node:fs/promises";
@@ -12,6 +13,9 @@ import { launch, screenshot } from "./chromium.mjs";
 
 const API_URL = process.env.API_URL;
 const PROJECT_ID = process.env.PROJECT_ID;
+const OTHER_PROJECT_ID = process.env.OTHER_PROJECT_ID;
+// Previews and thumbnails are delivery URLs of the console's own key: /d/dk_…/file_…/…
+const DELIVERY_URL = new RegExp(`^${API_URL}/d/dk_[0-9a-z]+/file_[0-9a-z]+/[^/]+/[A-Za-z0-9_-]+$`);
 const WIDTH = 1366;
 let browser;
 let page;
@@ -71,13 +75,18 @@ test("browses the project's folders and opens an image: its preview loads", asyn
   await fits("browse-folder");
   const thumb = page.locator("#files img.thumb").first();
   await thumb.waitFor();
-  assert.ok(await thumb.evaluate((img) => img.complete && img.naturalWidth > 0), "thumbnail");
+  await page.waitForFunction(() => document.querySelector("#files img.thumb").complete);
+  assert.ok(await thumb.evaluate((img) => img.naturalWidth > 0), "thumbnail");
+  report.thumbnailSrc = await thumb.evaluate((img) => img.src);
+  assert.match(report.thumbnailSrc, DELIVERY_URL);
   await Promise.all([page.waitForLoadState("load"), page.click('a.file:has-text("sunset.png")')]);
   const preview = page.locator("#preview-image");
   await preview.waitFor();
   await page.waitForFunction(() => document.querySelector("#preview-image").complete);
   report.naturalWidth = await preview.evaluate((img) => img.naturalWidth);
   assert.ok(report.naturalWidth > 0, "the preview loaded");
+  report.previewSrc = await preview.evaluate((img) => img.src);
+  assert.match(report.previewSrc, DELIVERY_URL);
   await screenshot(page, "console-05-file");
   await fits("file");
 });
@@ -158,4 +167,29 @@ test("no admin list or page scrolls sideways at 1366 px", async () => {
       await fits(`page-${name}`);
     }
   }
+});
+
+test("a staff user granted one project sees that project only", async () => {
+  await page.goto(`${API_URL}/admin/`);
+  await Promise.all([page.waitForLoadState("load"), page.click("#logout-form button")]);
+  await page.goto(`${API_URL}/admin/login/`);
+  await page.fill("#id_username", process.env.GRANTED_USER);
+  await page.fill("#id_password", process.env.GRANTED_PASSWORD);
+  await Promise.all([page.waitForURL(`${API_URL}/admin/`), page.click("input[type=submit]")]);
+  await visit(`${API_URL}/admin/accounts/project/`, "console-11-granted-projects");
+  const listed = await page.$$eval("#result_list tbody tr", (rows) => rows.map((r) => r.textContent));
+  report.grantedProjects = listed.length;
+  assert.equal(listed.length, 1, listed.join(" | "));
+  assert.ok(listed[0].includes(PROJECT_ID));
+  await visit(`${API_URL}/admin/files/file/`, "console-12-granted-files");
+  const files = await page.textContent("#result_list tbody");
+  assert.ok(files.includes("sunset.png") && !files.includes("elsewhere.txt"), files);
+  for (const url of [
+    `${API_URL}/admin/accounts/project/${OTHER_PROJECT_ID}/change/`,
+    `${API_URL}/admin/files/file/browse/${OTHER_PROJECT_ID}/`,
+  ]) {
+    const response = await page.goto(url);
+    assert.equal(response.status(), 404, url);
+  }
+  await screenshot(page, "console-13-granted-other-404");
 });

@@ -8,16 +8,18 @@ import json
 import shutil
 from datetime import timedelta
 
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Permission, User
 from django.utils import timezone
 
 from accounts.models import ApiKey, BandwidthUsage
 from delivery.models import DeliveryKey
-from tests.factories import Actor, image_bytes
+from tests.factories import Actor, image_bytes, make_actor
 from tests.helpers import put_to, uploaded_file
 from tests.js.browser.conftest import run_browser
 from tests.js.conftest import ROOT
 from uploads.models import UploadToken
+from variants.models import Variant
+from variants.services import variant_process
 
 ARTIFACTS = ROOT / "var" / "test-artifacts" / "console"
 
@@ -26,6 +28,14 @@ def test_staff_use_the_storage_console(api_base: str, actor: Actor) -> None:
     shutil.rmtree(ARTIFACTS, ignore_errors=True)
     ARTIFACTS.mkdir(parents=True)
     User.objects.create_superuser("staff", "staff@example.test", "console-pw")
+    # A staff user with every view permission, granted this project only.
+    granted = User.objects.create_user(
+        "granted", "granted@example.test", "granted-pw", is_staff=True
+    )
+    granted.user_permissions.set(Permission.objects.filter(codename__startswith="view_"))
+    actor.project.staff_users.add(granted)
+    other = make_actor("elsewhere", organization="other")
+    uploaded_file(other, b"theirs", filename="elsewhere.txt", contentType="text/plain")
     first = image_bytes("PNG", (64, 40))
     image = uploaded_file(
         actor, first, filename="sunset.png", contentType="image/png", path="photos/2026"
@@ -46,6 +56,9 @@ def test_staff_use_the_storage_console(api_base: str, actor: Actor) -> None:
         path="long/" + "P" * 200,
         metadata={"note": "M" * 500},
     )
+    # The image's thumbnails, as a worker makes them: the browser shows the ready one.
+    for variant_id in Variant.objects.filter(status="pending").values_list("id", flat=True):
+        variant_process(variant_id=variant_id)
     today = timezone.now().date()
     for days in range(0, 30, 3):
         BandwidthUsage.objects.create(
@@ -63,15 +76,24 @@ def test_staff_use_the_storage_console(api_base: str, actor: Actor) -> None:
             "ADMIN_USER": "staff",
             "ADMIN_PASSWORD": "console-pw",
             "PROJECT_ID": actor.project.id,
+            "OTHER_PROJECT_ID": other.project.id,
+            "GRANTED_USER": "granted",
+            "GRANTED_PASSWORD": "granted-pw",
         },
         artifacts=ARTIFACTS,
-        timeout=240,
+        timeout=480,
     )
     assert run.returncode == 0, run.output
-    assert run.counts.get("fail") == 0 and run.counts.get("pass") == 8, run.output
+    assert run.counts.get("fail") == 0 and run.counts.get("pass") == 9, run.output
 
     report = json.loads((ARTIFACTS / "console-report.json").read_text())
     assert report["naturalWidth"] == 120  # the current version's preview
+    # Both through delivery URLs of the console's own key, which the customer never sees.
+    for src in (report["previewSrc"], report["thumbnailSrc"]):
+        signer = DeliveryKey.objects.get(id=src.split("/d/")[1].split("/")[0])
+        assert signer.console and signer.project == actor.project
+    assert "/width=256,height=256,fit=inside,format=webp" in report["thumbnailSrc"]
+    assert report["grantedProjects"] == 1
     assert report["downloaded"] == len(first) and report["suggested"] == "sunset.png"
     key = ApiKey.objects.get(project=actor.project, name="console-browser")
     assert key.prefix == report["keyPrefix"] and key.revoked_at is not None
@@ -82,5 +104,5 @@ def test_staff_use_the_storage_console(api_base: str, actor: Actor) -> None:
     assert all(width <= 1366 for width in report["widths"].values()), report["widths"]
     assert len(report["widths"]) >= 10
     shots = ("01-index", "02-project", "04-browse-folder", "05-file", "07-key", "08-delivery")
-    for name in (*shots, "10-upload-token"):
+    for name in (*shots, "10-upload-token", "11-granted-projects", "13-granted-other-404"):
         assert any(ARTIFACTS.glob(f"console-{name}*.png")), name
