@@ -47,6 +47,7 @@ from bench._seed import (
 from bench._server import (
     NOISY_CORES,
     CpuTimes,
+    ProcessStat,
     Server,
     api_server,
     cpu_count,
@@ -56,6 +57,8 @@ from bench._server import (
     listener_pid,
     machine_busy,
     process_cpu,
+    process_stat,
+    process_stats,
     web_workers,
     worker_line,
 )
@@ -72,6 +75,7 @@ __all__ = [
     "VENV_BIN",
     "YEARS",
     "CpuTimes",
+    "ProcessStat",
     "Server",
     "api_server",
     "bench_database_url",
@@ -94,6 +98,8 @@ __all__ = [
     "migrate",
     "percentile",
     "process_cpu",
+    "process_stat",
+    "process_stats",
     "seed_files",
     "seed_files_sql",
     "server_environment",

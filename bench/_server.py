@@ -101,23 +101,44 @@ def cpu_note(used: CpuTimes, client: float, seconds: float) -> str:
     return line
 
 
-def cpu_times(server_group: int) -> CpuTimes:
-    tick = os.sysconf("SC_CLK_TCK")
-    server_cpu = postgres_cpu = 0.0
+@dataclass(frozen=True)
+class ProcessStat:
+    """One process as /proc/<pid>/stat shows it."""
+
+    pid: int
+    name: str  # the command's name (comm), e.g. "postgres"
+    parent: int
+    group: int  # its process group
+    cpu: float  # CPU seconds so far, all its threads (user + system)
+
+
+def process_stat(pid: int) -> ProcessStat | None:
+    """The process ``pid`` now; None once it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # The name is in parentheses and may hold spaces and parentheses itself.
+    name = stat[stat.index("(") + 1 : stat.rindex(")")]
+    fields = stat[stat.rindex(")") + 2 :].split()
+    cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+    return ProcessStat(pid, name, int(fields[1]), int(fields[2]), cpu)
+
+
+def process_stats() -> Iterator[ProcessStat]:
+    """Every process of the machine now (one exiting meanwhile is left out)."""
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue  # exited meanwhile
-        name = stat[stat.index("(") + 1 : stat.rindex(")")]
-        fields = stat[stat.rindex(")") + 2 :].split()
-        used = (int(fields[11]) + int(fields[12])) / tick  # utime + stime
-        if int(fields[2]) == server_group:  # its own process group: main process and workers
-            server_cpu += used
-        elif name == "postgres":
-            postgres_cpu += used
+        if entry.name.isdigit() and (stat := process_stat(int(entry.name))) is not None:
+            yield stat
+
+
+def cpu_times(server_group: int) -> CpuTimes:
+    server_cpu = postgres_cpu = 0.0
+    for process in process_stats():
+        if process.group == server_group:  # its own process group: main process and workers
+            server_cpu += process.cpu
+        elif process.name == "postgres":
+            postgres_cpu += process.cpu
     return CpuTimes(server_cpu, postgres_cpu, machine_busy())
 
 
@@ -153,12 +174,8 @@ def listener_pid(port: int) -> int | None:
 
 def process_cpu(pid: int) -> float:
     """CPU seconds one process (all its threads) has used so far; 0 once it is gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return 0.0
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    stat = process_stat(pid)
+    return 0.0 if stat is None else stat.cpu
 
 
 @contextlib.contextmanager

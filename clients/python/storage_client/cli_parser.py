@@ -64,3 +64,8 @@ class Commands:
     def actions(self, parser: argparse.ArgumentParser) -> Commands:
         """The ACTIONs of a subcommand's ``parser``."""
         return Commands(parser, self._common, dest="action", metavar="ACTION")
+
+
+def comma_list(value: str | None) -> list[str] | None:
+    """An option's ``A,B,C`` as a list; None when the option was not given."""
+    return [item.strip() for item in value.split(",") if item.strip()] if value else None

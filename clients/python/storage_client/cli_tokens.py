@@ -7,7 +7,7 @@ import argparse
 import json
 
 from storage_client.cli_output import emit
-from storage_client.cli_parser import Commands
+from storage_client.cli_parser import Commands, comma_list
 from storage_client.client import Client
 from storage_client.upload_tokens import UploadToken
 
@@ -19,10 +19,6 @@ def token_line(token: UploadToken) -> str:
     )
 
 
-def _csv(value: str | None) -> list[str] | None:
-    return [item.strip() for item in value.split(",") if item.strip()] if value else None
-
-
 def cmd_tokens_ls(client: Client, args: argparse.Namespace) -> int:
     tokens = list(client.upload_tokens.list())
     return emit(args, [token.raw for token in tokens], *map(token_line, tokens))
@@ -32,11 +28,11 @@ def cmd_tokens_add(client: Client, args: argparse.Namespace) -> int:
     token, raw = client.upload_tokens.create(
         path=args.path,
         max_file_size_bytes=args.max_size,
-        allowed_content_types=_csv(args.types),
+        allowed_content_types=comma_list(args.types),
         max_files=args.max_files,
         expires_in_seconds=args.expires_in,
         metadata=json.loads(args.metadata) if args.metadata else None,
-        allowed_origins=_csv(args.origins),
+        allowed_origins=comma_list(args.origins),
     )
     return emit(
         args,

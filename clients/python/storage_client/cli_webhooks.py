@@ -7,7 +7,7 @@ import argparse
 import itertools
 
 from storage_client.cli_output import emit, emit_json, event_line, webhook_line
-from storage_client.cli_parser import Commands
+from storage_client.cli_parser import Commands, comma_list
 from storage_client.client import Client
 from storage_client.models import Webhook
 
@@ -30,8 +30,7 @@ def _emit_secret(args: argparse.Namespace, webhook: Webhook, secret: str, *notes
 
 
 def cmd_webhooks_add(client: Client, args: argparse.Namespace) -> int:
-    events = [e.strip() for e in args.events.split(",") if e.strip()] if args.events else None
-    webhook, secret = client.webhooks.create(args.url, events=events)
+    webhook, secret = client.webhooks.create(args.url, events=comma_list(args.events))
     return _emit_secret(args, webhook, secret)
 
 
