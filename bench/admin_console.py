@@ -1,7 +1,7 @@
 """The staff console over a project of 100,000 files: server time of the folder browser and of
 the project page with its 30-day chart.
 
-    .venv/bin/python bench/admin_console.py [--rows 100000] [--repeat 15]
+    .venv/bin/python -m bench.admin_console [--rows 100000] [--repeat 15]
 
 Seeds a fresh project in the bench database (bench/_common.py: one INSERT ... SELECT, 10% of
 the files at the root, the others in 300 folders team-<n>/year-<y>), 30 days of bandwidth
@@ -18,7 +18,7 @@ import argparse
 import time
 from datetime import timedelta
 
-import _common as bench
+from bench import _common as bench
 
 GOALS = {"folder": 300.0, "project": 500.0}
 

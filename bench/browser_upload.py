@@ -155,19 +155,9 @@ class Browser:
 def tree_cpu(root: int) -> Counter[str]:
     """CPU seconds so far of ``root`` and its descendants, by kind: Chromium's browser,
     renderer, network service and other processes; the Node driver."""
-    tick = os.sysconf("SC_CLK_TCK")
-    parents: dict[int, int] = {}
-    used: dict[int, float] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        parents[int(entry.name)] = int(fields[1])
-        used[int(entry.name)] = (int(fields[11]) + int(fields[12])) / tick
+    stats = list(bench.process_stats())
+    parents = {stat.pid: stat.parent for stat in stats}
+    used = {stat.pid: stat.cpu for stat in stats}
     totals: Counter[str] = Counter()
     for pid, seconds in used.items():
         at = pid

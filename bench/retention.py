@@ -55,8 +55,8 @@ def seed(rows: int) -> None:
         for label, start, count in (("old", old_start, rows), ("kept", now_ms - 86_400_000, kept)):
             started = time.monotonic()
             millis = f"({start} + n)"
-            evt = f"'evt_' || {bench._crockford(millis, 10)} || {bench._crockford('n', 16)}"
-            dl = f"'dl_' || {bench._crockford(millis, 10)} || {bench._crockford('n', 16)}"
+            evt = f"'evt_' || {bench.crockford(millis, 10)} || {bench.crockford('n', 16)}"
+            dl = f"'dl_' || {bench.crockford(millis, 10)} || {bench.crockford('n', 16)}"
             cursor.execute(
                 f"""
                 INSERT INTO webhooks_event (id, project_id, mode, type, data, created_at)

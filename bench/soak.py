@@ -150,17 +150,13 @@ class Service:
         """The API's and the workers' pids, by role, found under our process tree."""
         children: dict[int, list[int]] = defaultdict(list)
         commands: dict[int, str] = {}
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
+        for process in bench.process_stats():
             try:
-                stat = (entry / "stat").read_text()
-                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+                cmdline = Path(f"/proc/{process.pid}/cmdline").read_bytes()
             except OSError:
                 continue
-            ppid = int(stat.rsplit(")", 1)[1].split()[1])
-            children[ppid].append(int(entry.name))
-            commands[int(entry.name)] = cmdline
+            children[process.parent].append(process.pid)
+            commands[process.pid] = cmdline.replace(b"\0", b" ").decode()
         roles: dict[str, list[int]] = defaultdict(list)
         stack = [self.proc.pid]
         while stack:

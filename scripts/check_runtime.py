@@ -33,16 +33,6 @@ from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = "storage-service"
-PACKAGES = [
-    "storage_service",
-    "accounts",
-    "events",
-    "jobs",
-    "files",
-    "uploads",
-    "variants",
-    "webhooks",
-]
 # What a bare virtualenv brings, and the project itself.
 NOT_PINNED = {"pip", "setuptools", "wheel", PROJECT}
 # A production profile that starts: dummy secrets and host names, nothing reachable needed.
@@ -120,13 +110,22 @@ def check_lock() -> None:
     print(f"requirements.lock: {len(pins)} pins, exactly the runtime closure, no dev package")
 
 
+def service_packages() -> list[str]:
+    """The service's top-level packages, as pyproject.toml has setuptools install them."""
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    return [
+        pattern.rstrip("*")
+        for pattern in pyproject["tool"]["setuptools"]["packages"]["find"]["include"]
+    ]
+
+
 def check_imports() -> None:
     os.environ.update(PRODUCTION_ENV)
     import django
 
     django.setup()
     modules = 0
-    for name in PACKAGES:
+    for name in service_packages():
         package = importlib.import_module(name)
         for module in pkgutil.walk_packages(package.__path__, prefix=f"{name}."):
             if module.name.startswith("storage_service.settings."):

@@ -120,8 +120,8 @@ def test_every_api_start_is_the_serving_module() -> None:
     serving = ["-m", "storage_service.serving", "--bind"]
     assert [str(p) for p in devservices.api_command(8000)[1:4]] == serving
     assert cluster_commands()["api1"][1:4] == serving
-    bench_common = (ROOT / "bench" / "_common.py").read_text()
-    assert "from scripts.devservices import api_command" in bench_common
+    bench_server = (ROOT / "bench" / "_server.py").read_text()
+    assert "from scripts.devservices import api_command" in bench_server
     servers = (ROOT / "tests" / "servers.py").read_text()
     assert '"storage_service.serving",' in servers
 
