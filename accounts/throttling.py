@@ -1,7 +1,12 @@
-"""Rate limits per API key, counted in Redis so every API process shares one budget.
+"""Rate limits per credential, counted in Redis so every API process shares one budget.
 
-Each key has two budgets per minute: reads (GET, HEAD, OPTIONS) and writes (everything else),
-each a setting. The count is a fixed one-minute window: ``INCRBY`` then ``EXPIRE`` in one
+Each API key has two budgets per minute: reads (GET, HEAD, OPTIONS) and writes (everything
+else), each a setting. An upload token (``ut_…``, held by a browser) has budgets of its own,
+smaller (``SERVICE_RATE_LIMIT_TOKEN_*``), and every token request is also counted into its
+project's token budget (per mode, as large as one key's): a leaked token cannot flood the
+project, and any number of tokens together cannot spend more than one key could. A request
+refused by either budget is answered 429 ``RATE_LIMITED`` with ``Retry-After``, exactly as a
+key's. The count is a fixed one-minute window: ``INCRBY`` then ``EXPIRE`` in one
 ``MULTI``/``EXEC`` transaction, sent in a single round trip, at most one per request (see
 "Leases" below for the requests that send none). A fixed window lets a client spend up to
 twice its budget across a window boundary; that is the usual trade for one cheap atomic
@@ -29,7 +34,8 @@ asked (so near the end of a budget, leases are of one request, as before), and a
 window, P being the API processes that served it in that window and then stopped getting its
 requests (27 of the 1,200 writes a minute with `make run`'s four workers, in the worst case).
 A process serving the whole of a key's traffic wastes nothing. Small budgets (16 or fewer
-left) are counted one request at a time, exactly as without leases.
+left) are counted one request at a time, exactly as without leases. A token request's two
+counts share one round trip when neither has a lease left.
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ from django.conf import settings
 from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
+from accounts.grants import UploadGrant
 from accounts.models import ApiKey
 
 logger = logging.getLogger(__name__)
@@ -87,11 +94,47 @@ def reset_client() -> None:
         _leases.clear()
 
 
-def budget(method: str) -> tuple[str, int]:
-    """The bucket name and per-minute limit for a request method (0 means unlimited)."""
+def key_bucket(method: str) -> tuple[str, int]:
+    """An API key's bucket name and per-minute limit for a request method (0: unlimited)."""
     if method.upper() in READ_METHODS:
         return "r", settings.SERVICE_RATE_LIMIT_READS_PER_MINUTE
     return "w", settings.SERVICE_RATE_LIMIT_WRITES_PER_MINUTE
+
+
+def token_bucket(method: str) -> tuple[str, int]:
+    """An upload token's bucket name and per-minute limit for a request method."""
+    if method.upper() in READ_METHODS:
+        return "r", settings.SERVICE_RATE_LIMIT_TOKEN_READS_PER_MINUTE
+    return "w", settings.SERVICE_RATE_LIMIT_TOKEN_WRITES_PER_MINUTE
+
+
+@dataclass(frozen=True)
+class Budget:
+    """One budget a request counts against: whose (the counter's name in Redis), which
+    bucket (reads or writes) and its per-minute limit."""
+
+    subject: str
+    bucket: str
+    limit: int
+
+
+def budgets_of(credential: object, method: str) -> list[Budget]:
+    """The budgets one request made with ``credential`` counts against (none unlimited)."""
+    if isinstance(credential, ApiKey):
+        bucket, limit = key_bucket(method)
+        found = [Budget(str(credential.pk), bucket, limit)]
+    elif isinstance(credential, UploadGrant):
+        bucket, limit = token_bucket(method)
+        project_bucket, project_limit = key_bucket(method)
+        tenant = credential.tenant
+        found = [
+            Budget(credential.token_id, bucket, limit),
+            # Every token of the project and mode, together.
+            Budget(f"tokens:{tenant.project_id}:{tenant.mode}", project_bucket, project_limit),
+        ]
+    else:
+        return []  # unauthenticated requests are refused by the permission check
+    return [each for each in found if each.limit > 0]
 
 
 def lease_size(limit: int, seen: int | None) -> int:
@@ -102,70 +145,89 @@ def lease_size(limit: int, seen: int | None) -> int:
     return max(1, min(MAX_LEASE, (limit - seen) // LEASE_SHARE))
 
 
-class ApiKeyRateThrottle(BaseThrottle):
-    """Counts every authenticated request once against its key's budget for its method,
-    before the view runs: from this process's lease when it has one (see the module's
-    docstring), else in Redis. A refusal is 429 RATE_LIMITED with Retry-After."""
+def _take_leased(budget: Budget, window: int) -> tuple[bool, int | None]:
+    """Count one request from this process's lease of ``budget``: (True, _) when it had one;
+    else (False, the window's count this process last saw, or None)."""
+    with _leases_lock:
+        lease = _leases.get((budget.subject, budget.bucket))
+        if lease is None or lease.window != window:
+            return False, None
+        if lease.left > 0:
+            lease.left -= 1
+            return True, lease.seen
+        return False, lease.seen
+
+
+def _keep_lease(budget: Budget, window: int, count: int, granted: int) -> None:
+    slot = (budget.subject, budget.bucket)
+    with _leases_lock:
+        if len(_leases) >= MAX_LEASES_HELD:
+            for stale in [slot for slot, held in _leases.items() if held.window != window]:
+                del _leases[stale]
+        held = _leases.get(slot)
+        left = max(0, granted - 1)
+        if held is not None and held.window == window:  # another thread's lease meanwhile
+            held.left, held.seen = held.left + left, max(held.seen, count)
+        else:
+            _leases[slot] = _Lease(window=window, left=left, seen=count)
+
+
+def count_request(budgets: list[Budget]) -> float | None:
+    """Count one request against each of ``budgets``: None when every one allows it, else
+    the seconds until the window ends (the 429's Retry-After). Budgets this process holds no
+    lease of are counted in Redis together, in one ``MULTI``/``EXEC``."""
+    if not budgets:
+        return None
+    now = time.time()
+    window = int(now // WINDOW_SECONDS)
+    asked: list[tuple[Budget, int]] = []  # (budget, lease size) to count in Redis
+    for each in budgets:
+        leased, seen = _take_leased(each, window)
+        if not leased:
+            asked.append((each, lease_size(each.limit, seen)))
+    if not asked:
+        return None
+    # The cache's prefix keeps the suite's counters apart from a running `make run`'s.
+    prefix = settings.CACHES["default"].get("KEY_PREFIX", "storage")
+    try:
+        pipe = _redis().pipeline(transaction=True)
+        for each, size in asked:
+            key = f"{prefix}:rl:{each.subject}:{each.bucket}:{window}"
+            pipe.incrby(key, size)
+            pipe.expire(key, EXPIRY_SECONDS)
+        replies = pipe.execute()
+    except redis.RedisError as exc:
+        logger.warning("rate limiter skipped: Redis unavailable (%s)", type(exc).__name__)
+        return None
+    refused = False
+    for (each, size), count in zip(asked, replies[::2], strict=True):
+        count = int(count)
+        # The counts of this lease that fall within the budget; this request takes the first.
+        granted = min(size, each.limit - (count - size))
+        _keep_lease(each, window, count, granted)
+        refused = refused or granted < 1
+    return (window + 1) * WINDOW_SECONDS - now if refused else None
+
+
+class RequestRateThrottle(BaseThrottle):
+    """Counts every authenticated request once against its credential's budgets for its
+    method (an API key's; an upload token's and its project's), before the view runs: from
+    this process's leases when it has them (see the module's docstring), else in Redis. A
+    refusal is 429 RATE_LIMITED with Retry-After."""
 
     def __init__(self) -> None:
         self._wait: float | None = None
 
     def allow_request(self, request: Request, view: Any) -> bool:
-        api_key = request.auth
-        if not isinstance(api_key, ApiKey):
-            return True  # unauthenticated requests are refused by the permission check
-        self._wait = self.refusal_wait(api_key, request.method or "GET")
+        self._wait = count_request(budgets_of(request.auth, request.method or "GET"))
         return self._wait is None
 
     def wait(self) -> float | None:
         return self._wait
 
-    @staticmethod
-    def refusal_wait(api_key: ApiKey, method: str) -> float | None:
-        """Count one request of ``api_key`` against its budget for ``method``: None when it
-        is allowed, else the seconds until the window ends (the 429's Retry-After)."""
-        bucket, limit = budget(method or "GET")
-        if limit <= 0:
-            return None
-        now = time.time()
-        window = int(now // WINDOW_SECONDS)
-        slot = (str(api_key.pk), bucket)
-        with _leases_lock:
-            lease = _leases.get(slot)
-            if lease is not None and lease.window != window:
-                lease = None
-            if lease is not None and lease.left > 0:
-                lease.left -= 1
-                return None
-        size = lease_size(limit, None if lease is None else lease.seen)
-        # The cache's prefix keeps the suite's counters apart from a running `make run`'s.
-        prefix = settings.CACHES["default"].get("KEY_PREFIX", "storage")
-        key = f"{prefix}:rl:{api_key.pk}:{bucket}:{window}"
-        try:
-            pipe = _redis().pipeline(transaction=True)
-            pipe.incrby(key, size)
-            pipe.expire(key, EXPIRY_SECONDS)
-            count, _ = pipe.execute()
-        except redis.RedisError as exc:
-            logger.warning("rate limiter skipped: Redis unavailable (%s)", type(exc).__name__)
-            return None
-        count = int(count)
-        # The counts of this lease that fall within the budget; this request takes the first.
-        granted = min(size, limit - (count - size))
-        with _leases_lock:
-            if len(_leases) >= MAX_LEASES_HELD:
-                for stale in [slot for slot, held in _leases.items() if held.window != window]:
-                    del _leases[stale]
-            held = _leases.get(slot)
-            left = max(0, granted - 1)
-            if held is not None and held.window == window:  # another thread's lease meanwhile
-                held.left, held.seen = held.left + left, max(held.seen, count)
-            else:
-                _leases[slot] = _Lease(window=window, left=left, seen=count)
-        if granted >= 1:
-            return None
-        return (window + 1) * WINDOW_SECONDS - now
 
-
-# For counting beyond the one request the throttle counts (a batch counts each operation).
-refusal_wait = ApiKeyRateThrottle.refusal_wait
+def refusal_wait(api_key: ApiKey, method: str) -> float | None:
+    """Count one more request of ``api_key`` against its budget for ``method`` (a batch
+    counts each operation): None when it is allowed, else the seconds until the window
+    ends."""
+    return count_request(budgets_of(api_key, method or "GET"))

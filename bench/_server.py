@@ -204,6 +204,8 @@ def api_server(
         # budgets no benchmark reaches.
         "SERVICE_RATE_LIMIT_READS_PER_MINUTE": str(10**9),
         "SERVICE_RATE_LIMIT_WRITES_PER_MINUTE": str(10**9),
+        "SERVICE_RATE_LIMIT_TOKEN_READS_PER_MINUTE": str(10**9),
+        "SERVICE_RATE_LIMIT_TOKEN_WRITES_PER_MINUTE": str(10**9),
         "DJANGO_SETTINGS_MODULE": settings_module,
         # The reference app lives in bench/.
         "PYTHONPATH": os.pathsep.join([str(ROOT / "bench"), str(ROOT)]),

@@ -18,6 +18,14 @@ request's arrival time; latency is arrival minus the time the event's transactio
 
     .venv/bin/python -m scripts.devservices exec -- .venv/bin/python -m bench.webhooks
 
+``--statements N`` measures what each delivery costs the database, which holds on a loaded
+machine where deliveries per second do not: N events recorded and delivered one at a time in
+this process (``webhooks.delivery.deliver``: the task's claim, sending and outcomes, the
+outcomes written by the calling thread), counting the statements each phase sends
+(``connection.execute_wrapper``), the transactions committed and the rows written
+(``pg_stat_database`` and ``pg_stat_user_tables`` of the bench database), and the CPU of
+this process and of its PostgreSQL backend.
+
 ``--sender`` measures the HTTP side alone, in this process: the CPU one attempt of
 ``webhooks.sender.post`` costs (urllib3's pool, the watchdog, reading the answer), from 8
 threads against the same receiver, with no database, worker or broker in the way.
@@ -296,12 +304,133 @@ def measure_sender(count: int) -> None:
     )
 
 
+_TABLE_COUNTS = """
+SELECT coalesce(sum(n_tup_ins), 0), coalesce(sum(n_tup_upd), 0), coalesce(sum(n_tup_hot_upd), 0)
+FROM pg_stat_user_tables WHERE relname IN ('webhooks_delivery', 'webhooks_endpoint')
+"""
+
+
+def database_counts(url: str) -> tuple[int, int, int, int]:
+    """Transactions committed in the bench database, and rows inserted, updated and updated
+    in place (HOT) in the delivery and endpoint tables: the server's cumulative statistics,
+    which a backend reports up to a second after its work, so this waits that second."""
+    time.sleep(1.5)
+    with psycopg.connect(url, autocommit=True) as conn:
+        (commits,) = conn.execute(
+            "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"
+        ).fetchone()  # type: ignore[misc]
+        inserted, updated, hot = conn.execute(_TABLE_COUNTS).fetchone()  # type: ignore[misc]
+    return int(commits), int(inserted), int(updated), int(hot)
+
+
+def measure_statements(count: int) -> None:
+    """What one delivery costs the database, delivered in this process (see the docstring)."""
+    url = bench_database_url()
+    ensure_database(url)
+    os.environ["SERVICE_WEBHOOK_QUEUE"] = QUEUE
+    setup_django(url)
+    from django.db import connection, transaction
+
+    from accounts.services import project_create
+    from accounts.tenancy import Tenant
+    from events.services import event_record
+    from storage_service.celery import app
+    from webhooks.delivery import deliver
+    from webhooks.models import Delivery
+    from webhooks.services import endpoint_create
+
+    port = free_port()
+    receiver = receiver_process(port)
+    project = project_create(name="bench-webhooks", organization_name="bench-webhooks")
+    tenant = Tenant(project=project, mode="test")
+    statements = {"record": 0, "deliver": 0}
+    phase = {"now": ""}
+
+    def counted(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        if phase["now"]:
+            statements[phase["now"]] += 1
+        return execute(sql, params, many, context)
+
+    def backend_seconds(pid: int) -> float:
+        return _ticks(pid) / os.sysconf("SC_CLK_TCK")
+
+    try:
+        for n in range(ENDPOINTS):
+            endpoint_create(tenant=tenant, url=f"http://127.0.0.1:{port}/hook/{n}", events=None)
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            (backend,) = cursor.fetchone()
+
+        def one_event(n: int) -> int:
+            phase["now"] = "record"
+            with transaction.atomic():
+                event = event_record(tenant=tenant, type="file.uploaded", data={"n": n})
+            phase["now"] = ""
+            ids = list(Delivery.objects.filter(event_id=event.id).values_list("id", flat=True))
+            phase["now"] = "deliver"
+            retries = deliver(ids)
+            phase["now"] = ""
+            assert not retries, retries
+            return len(ids)
+
+        with connection.execute_wrapper(counted):
+            for n in range(20):  # warm-up: connections opened, code paths loaded
+                one_event(n)
+            statements.update(record=0, deliver=0)
+            before_db = database_counts(url)
+            before_cpu, before_backend = sum(os.times()[:2]), backend_seconds(backend)
+            delivered = sum(one_event(n) for n in range(count))
+            cpu = sum(os.times()[:2]) - before_cpu
+            backend_cpu = backend_seconds(backend) - before_backend
+            after_db = database_counts(url)
+    finally:
+        receiver.terminate()
+        receiver.wait(timeout=15)
+        with app.connection_for_write() as broker:
+            channel: Any = broker.default_channel
+            channel.queue_purge(QUEUE)  # the after-commit messages, which no worker took
+        with psycopg.connect(url) as conn:
+            conn.execute(
+                "DELETE FROM webhooks_delivery WHERE endpoint_id IN"
+                " (SELECT id FROM webhooks_endpoint WHERE project_id = %s)",
+                (project.id,),
+            )
+        delete_project(url, project.id)
+
+    commits, inserted, updated, hot = (a - b for a, b in zip(after_db, before_db, strict=True))
+    per = float(delivered)
+    print(
+        f"\nWebhook delivery, {count:,} events to {ENDPOINTS} endpoints ({delivered:,} "
+        "deliveries), one at a time in this process; per delivery:"
+    )
+    print(
+        f"  statements: {statements['record'] / per:.3f} recording the event "
+        f"(its insert and its deliveries'), {statements['deliver'] / per:.3f} delivering "
+        "(claim, outcomes), besides BEGIN/COMMIT"
+    )
+    print(f"  transactions committed: {commits / per:.3f} (the bench database, every kind)")
+    print(
+        f"  rows of deliveries and endpoints: {inserted / per:.2f} inserted, {updated / per:.2f} "
+        f"updated ({hot / per:.2f} of those in place, HOT)"
+    )
+    print(
+        f"  CPU: this process {cpu / per * 1000:.3f} ms (recording, sending, receiving's "
+        f"client side), its PostgreSQL backend {backend_cpu / per * 1000:.3f} ms"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--events", type=int, default=2000, help="events per phase")
     parser.add_argument("--rate", type=float, default=30.0, help="paced phase: events per second")
     parser.add_argument(
         "--sender", type=int, metavar="N", help="only measure N attempts of the HTTP sender"
+    )
+    parser.add_argument(
+        "--statements",
+        type=int,
+        metavar="N",
+        help="only count what N events' deliveries cost the database, in this process",
     )
     parser.add_argument("--serve-receiver", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -310,6 +439,9 @@ def main() -> int:
         return 0
     if args.sender is not None:
         measure_sender(args.sender)
+        return 0
+    if args.statements is not None:
+        measure_statements(args.statements)
         return 0
 
     url = bench_database_url()

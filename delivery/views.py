@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from accounts.context import tenant_of
 from accounts.scopes import scope
 from delivery import selectors, services
+from delivery.models import DeliveryKey
 from delivery.serializers import DeliveryUrlRequest, delivery_key_json
 from delivery.services import MAX_ACTIVE_KEYS
 from delivery.shapes import (
@@ -20,56 +21,56 @@ from delivery.shapes import (
     DeliveryUrlJson,
 )
 from files.openapi import FILE_ID
+from storage_service.issued import IssuedResourceSchema, IssuedResourceViews
 from storage_service.openapi import errors_of, path_id
 from storage_service.serializers import EmptyRequest, validated
 from storage_service.shapes import Data
 from storage_service.timefmt import iso
 
-DELIVERY_KEY_ID = path_id("delivery_key_id", "dk")
+KEYS = IssuedResourceSchema(
+    tag="delivery",
+    read=scope("files:read"),
+    write=scope("files:write"),
+    id_parameter=path_id("delivery_key_id", "dk"),
+    not_found="DELIVERY_KEY_NOT_FOUND",
+)
 
 
-class DeliveryKeyViewSet(viewsets.ViewSet):
-    @extend_schema(
-        tags=["delivery"],
-        extensions=scope("files:write"),
+class DeliveryKeyViewSet(IssuedResourceViews[DeliveryKey], viewsets.ViewSet):
+    resource_field, secret_field = "deliveryKey", "secret"
+
+    def render(self, resource: DeliveryKey) -> DeliveryKeyJson:
+        return delivery_key_json(resource)
+
+    @KEYS.create(
         summary="Create a delivery key (the answer is the only time its secret is shown)",
         description=f"A project has at most {MAX_ACTIVE_KEYS} active delivery keys in each "
         "mode. The key and its secret sign delivery URLs offline (see the guide).",
         request=EmptyRequest,
-        responses={201: Data[DeliveryKeyCreatedJson], **errors_of("DELIVERY_KEY_LIMIT_REACHED")},
+        created=Data[DeliveryKeyCreatedJson],
+        errors=["DELIVERY_KEY_LIMIT_REACHED"],
     )
     def create_key(self, request: Request) -> Response:
         validated(EmptyRequest, request.data)
         issued = services.delivery_key_create(tenant=tenant_of(request))
-        answer: Data[DeliveryKeyCreatedJson] = {
-            "data": {"deliveryKey": delivery_key_json(issued.key), "secret": issued.secret}
-        }
-        return Response(answer, status=201)
+        return self.issued(issued.key, issued.secret)
 
-    @extend_schema(
-        tags=["delivery"],
-        extensions=scope("files:read"),
+    @KEYS.list(
         summary="The project's delivery keys in this mode, newest first (never their secrets)",
-        responses={200: Data[list[DeliveryKeyJson]]},
+        listed=Data[list[DeliveryKeyJson]],
     )
     def list_keys(self, request: Request) -> Response:
-        keys = selectors.delivery_key_list(tenant=tenant_of(request))
-        answer: Data[list[DeliveryKeyJson]] = {"data": [delivery_key_json(k) for k in keys]}
-        return Response(answer)
+        return self.listed(selectors.delivery_key_list(tenant=tenant_of(request)))
 
-    @extend_schema(
-        tags=["delivery"],
-        extensions=scope("files:write"),
+    @KEYS.revoke(
         summary="Revoke a delivery key: every URL signed with it stops resolving at once",
         description="URLs already held by caches (a CDN, a browser) are served from there "
         "until their `max-age` runs out.",
-        parameters=[DELIVERY_KEY_ID],
-        responses={200: Data[DeliveryKeyRevokedJson], **errors_of("DELIVERY_KEY_NOT_FOUND")},
+        ended=Data[DeliveryKeyRevokedJson],
     )
     def revoke_key(self, request: Request, delivery_key_id: str) -> Response:
         key = services.delivery_key_revoke(tenant=tenant_of(request), key_id=delivery_key_id)
-        answer: Data[DeliveryKeyRevokedJson] = {"data": {"id": key.id, "revoked": True}}
-        return Response(answer)
+        return self.ended(key.id)
 
 
 class DeliveryUrlViewSet(viewsets.ViewSet):

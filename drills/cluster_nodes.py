@@ -34,6 +34,8 @@ CLUSTER_SETTINGS = {
     "SERVICE_WEBHOOK_SWEEP_INTERVAL_SECONDS": "5",
     "SERVICE_RATE_LIMIT_READS_PER_MINUTE": str(10**9),
     "SERVICE_RATE_LIMIT_WRITES_PER_MINUTE": str(10**9),
+    "SERVICE_RATE_LIMIT_TOKEN_READS_PER_MINUTE": str(10**9),
+    "SERVICE_RATE_LIMIT_TOKEN_WRITES_PER_MINUTE": str(10**9),
     # INFO (the default): a worker's "received" line is how the drill knows which worker is
     # making the thumbnail it kills.
 }

@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection
 
 from events.models import Event
 
@@ -50,6 +50,12 @@ class Claimed:
         )
 
 
+# A condition of every claiming and recording statement: an uncorrelated subquery, which
+# PostgreSQL evaluates once, before the statement's first row, so the statement's own
+# transaction commits without waiting for the WAL flush (see ``write_unflushed``). It is
+# always true: ``set_config`` returns the value it set.
+UNFLUSHED = "(SELECT set_config('synchronous_commit', 'off', true)) = 'off'"
+
 # The replaced secret only until its overlap ends, by the database's clock (which every
 # due time here uses too).
 _CLAIM_COLUMNS = """
@@ -67,7 +73,7 @@ WITH due AS (
 )
 UPDATE webhooks_delivery AS d SET leased_until = now() + %(lease)s * interval '1 second'
 FROM due, webhooks_endpoint AS e, webhooks_event AS ev
-WHERE d.id = due.id AND e.id = d.endpoint_id AND ev.id = d.event_id
+WHERE d.id = due.id AND e.id = d.endpoint_id AND ev.id = d.event_id AND {UNFLUSHED}
 RETURNING {_CLAIM_COLUMNS}
 """
 
@@ -100,7 +106,7 @@ WITH candidates AS (
 )
 UPDATE webhooks_delivery AS d SET leased_until = now() + %(lease)s * interval '1 second'
 FROM due, webhooks_endpoint AS e, webhooks_event AS ev
-WHERE d.id = due.id AND e.id = d.endpoint_id AND ev.id = d.event_id
+WHERE d.id = due.id AND e.id = d.endpoint_id AND ev.id = d.event_id AND {UNFLUSHED}
 RETURNING {_CLAIM_COLUMNS}
 """
 
@@ -124,7 +130,7 @@ WITH due AS (
 )
 UPDATE webhooks_delivery AS d SET leased_until = now() + %(lease)s * interval '1 second'
 FROM due, webhooks_endpoint AS e, webhooks_event AS ev
-WHERE d.id = due.id AND e.id = d.endpoint_id AND ev.id = d.event_id
+WHERE d.id = due.id AND e.id = d.endpoint_id AND ev.id = d.event_id AND {UNFLUSHED}
 RETURNING {_CLAIM_COLUMNS}
 """
 
@@ -138,14 +144,17 @@ SELECT EXISTS (
 
 
 def write_unflushed(sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
-    """Run one claiming or recording statement, committed without waiting for the WAL flush.
+    """Run one claiming or recording statement, holding ``UNFLUSHED``, as a transaction of
+    its own: one round trip, committed without waiting for the WAL flush.
 
     Delivery is at least once already: if the database crashed within the fraction of a
     second before the flush, a lost lease or outcome only means the attempt is made again.
-    In exchange, no worker thread waits for a disk flush twice per batch.
+    In exchange, no worker thread waits for a disk flush twice per batch. PostgreSQL applies
+    the ``synchronous_commit`` in effect when a transaction commits, and ``set_config(...,
+    true)`` holds to the end of the transaction: the statement's own in autocommit mode, a
+    caller's when it runs inside one (which then commits unflushed too).
     """
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SET LOCAL synchronous_commit TO OFF")
+    with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return [tuple(row) for row in cursor.fetchall()]
 

@@ -4,8 +4,10 @@ One ``UPDATE ... FROM unnest(...)`` writes every outcome of a batch and, for fai
 next attempt's time from ``SERVICE_WEBHOOK_RETRY_DELAYS_MS``, or FAILED after the last. The
 same transaction keeps each endpoint's failure streak and disables an endpoint that answered
 410 Gone or has failed every attempt for ``SERVICE_WEBHOOK_DISABLE_AFTER_SECONDS`` (with a
-``webhook_endpoint.disabled`` event). A row admitted by no sending slot is put back instead
-(``defer``): due a moment later, and not an attempt.
+``webhook_endpoint.disabled`` event). A batch whose every attempt succeeded, the usual one,
+can disable nothing and schedule nothing: it is written by one statement, a transaction of
+its own, one round trip. A row admitted by no sending slot is put back instead (``defer``):
+due a moment later, and not an attempt.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from django.db import connection, transaction
 from accounts.tenancy import Tenant
 from events.models import Event
 from events.services import event_record
-from webhooks.claims import write_unflushed
+from webhooks.claims import UNFLUSHED, write_unflushed
 from webhooks.models import Endpoint
 
 logger = logging.getLogger(__name__)
@@ -46,7 +48,7 @@ class Retry:
 # Old values on the right of SET: ``d.attempts`` is the count before this attempt. A
 # ``next_attempt_at`` later than the claim means a redeliver came in while the attempt was in
 # flight; it is kept, so the redelivery still happens.
-_RECORD = """
+_RECORD = f"""
 UPDATE webhooks_delivery AS d SET
     attempts = d.attempts + 1,
     response_status = v.code,
@@ -68,8 +70,33 @@ UPDATE webhooks_delivery AS d SET
         ELSE NULL END
 FROM unnest(%(ids)s::text[], %(oks)s::bool[], %(codes)s::int[], %(errors)s::text[])
     AS v(id, ok, code, error), webhooks_endpoint AS e
-WHERE d.id = v.id AND e.id = d.endpoint_id
+WHERE d.id = v.id AND e.id = d.endpoint_id AND {UNFLUSHED}
 RETURNING d.id, d.status, d.next_attempt_at
+"""
+
+# Every attempt of the batch succeeded: each row DELIVERED (as _RECORD writes a success), and
+# each endpoint's failure streak ended (as _STREAK does when an attempt succeeded and none
+# answered 410). The endpoints are written first, as in _RECORD's transaction, so the two
+# take their row locks in one order: the uncorrelated count is evaluated before the
+# statement's first row, which runs the CTE to its end.
+_RECORD_DELIVERED = f"""
+WITH recovered AS (
+    UPDATE webhooks_endpoint SET failing_since = NULL
+    WHERE failing_since IS NOT NULL
+      AND id IN (SELECT endpoint_id FROM webhooks_delivery WHERE id = ANY(%(ids)s))
+    RETURNING id
+)
+UPDATE webhooks_delivery AS d SET
+    attempts = d.attempts + 1,
+    response_status = v.code,
+    last_error = v.error,
+    leased_until = NULL,
+    delivered_at = now(),
+    status = 'DELIVERED',
+    next_attempt_at = NULL
+FROM unnest(%(ids)s::text[], %(codes)s::int[], %(errors)s::text[]) AS v(id, code, error)
+WHERE d.id = v.id AND {UNFLUSHED} AND (SELECT count(*) FROM recovered) >= 0
+RETURNING d.id
 """
 
 # Each endpoint's failure streak, before the outcomes are written (a delivery of an endpoint
@@ -113,10 +140,10 @@ WHERE endpoint_id = ANY(%(endpoints)s) AND status = 'PENDING'
 """
 
 # A row admitted by no slot: back to waiting, due a little later; not an attempt.
-_DEFER = """
+_DEFER = f"""
 UPDATE webhooks_delivery SET leased_until = NULL,
     next_attempt_at = greatest(next_attempt_at, now() + %(defer)s * interval '1 millisecond')
-WHERE id = ANY(%(ids)s) AND status = 'PENDING'
+WHERE id = ANY(%(ids)s) AND status = 'PENDING' AND {UNFLUSHED}
 RETURNING id, next_attempt_at
 """
 
@@ -149,9 +176,12 @@ def record(outcomes: Sequence[Outcome], claimed_at: datetime) -> list[Retry]:
         "delays": list(settings.SERVICE_WEBHOOK_RETRY_DELAYS_MS),
         "after": int(settings.SERVICE_WEBHOOK_DISABLE_AFTER_SECONDS),
     }
+    if all(outcome.ok for outcome in outcomes):
+        write_unflushed(_RECORD_DELIVERED, params)
+        return []
+    # Committed unflushed, as _RECORD holds UNFLUSHED: at least once already (see
+    # claims.write_unflushed).
     with transaction.atomic(), connection.cursor() as cursor:
-        # At least once already: see claims.write_unflushed.
-        cursor.execute("SET LOCAL synchronous_commit TO OFF")
         cursor.execute(_STREAK, params)
         disabled = [endpoint_id for endpoint_id, disable in cursor.fetchall() if disable]
         cursor.execute(_RECORD, params)

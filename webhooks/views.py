@@ -9,13 +9,14 @@ from rest_framework.response import Response
 
 from accounts.context import tenant_of
 from accounts.scopes import scope
+from storage_service.issued import IssuedResourceSchema, IssuedResourceViews
 from storage_service.openapi import Links, each, errors_of, path_id
 from storage_service.pagination import CursorPagination
 from storage_service.serializers import EmptyRequest, validated
 from storage_service.shapes import Data
 from webhooks import replay, selectors, services
 from webhooks.filters import DeliveryFilterSet
-from webhooks.models import Delivery
+from webhooks.models import Delivery, Endpoint
 from webhooks.serializers import (
     EndpointCreateRequest,
     ReplayRequest,
@@ -37,94 +38,84 @@ DELIVERY_ID = path_id("delivery_id", "dl")
 NOT_FOUND = ("WEBHOOK_NOT_FOUND",)
 
 
-class WebhookViewSet(viewsets.ViewSet):
-    @extend_schema(
-        tags=["webhooks"],
-        extensions=scope("webhooks:write"),
+ENDPOINTS = IssuedResourceSchema(
+    tag="webhooks",
+    read=scope("webhooks:read"),
+    write=scope("webhooks:write"),
+    id_parameter=WEBHOOK_ID,
+    not_found="WEBHOOK_NOT_FOUND",
+)
+
+
+class WebhookViewSet(IssuedResourceViews[Endpoint], viewsets.ViewSet):
+    resource_field, secret_field, ended_field = "webhook", "secret", "deleted"
+
+    def render(self, resource: Endpoint) -> WebhookJson:
+        return endpoint_json(resource)
+
+    @ENDPOINTS.create(
         summary="Register an endpoint (the answer is the only time its secret is shown)",
         description=(
             f"A project has at most {MAX_ENDPOINTS_PER_PROJECT} endpoints in each mode (test,"
             " live); a key sees and registers only those of its own mode."
         ),
         request=EndpointCreateRequest,
-        responses={
-            201: Links(
-                Data[WebhookCreatedJson],
-                each(
-                    (
-                        "webhooks_retrieve",
-                        "webhooks_destroy",
-                        "webhooks_deliveries",
-                        "webhooks_enable",
-                        "webhooks_replay",
-                        "webhooks_rotate_secret",
-                    ),
-                    webhook_id="$response.body#/data/webhook/id",
+        created=Links(
+            Data[WebhookCreatedJson],
+            each(
+                (
+                    "webhooks_retrieve",
+                    "webhooks_destroy",
+                    "webhooks_deliveries",
+                    "webhooks_enable",
+                    "webhooks_replay",
+                    "webhooks_rotate_secret",
                 ),
+                webhook_id="$response.body#/data/webhook/id",
             ),
-            **errors_of("WEBHOOK_LIMIT_REACHED"),
-        },
+        ),
+        errors=["WEBHOOK_LIMIT_REACHED"],
     )
     def create(self, request: Request) -> Response:
         body = validated(EndpointCreateRequest, request.data)
         registered = services.endpoint_create(
             tenant=tenant_of(request), url=body["url"], events=body.get("events")
         )
-        answer: Data[WebhookCreatedJson] = {
-            "data": {"webhook": endpoint_json(registered.endpoint), "secret": registered.secret}
-        }
-        return Response(answer, status=201)
+        return self.issued(registered.endpoint, registered.secret)
 
-    @extend_schema(
-        tags=["webhooks"],
-        extensions=scope("webhooks:read"),
+    @ENDPOINTS.list(
         summary=f"The project's endpoints, newest first (at most {MAX_ENDPOINTS_PER_PROJECT})",
-        responses={200: Data[list[WebhookJson]]},
+        listed=Data[list[WebhookJson]],
     )
     def list(self, request: Request) -> Response:
-        endpoints = selectors.endpoint_list(tenant=tenant_of(request))
-        answer: Data[list[WebhookJson]] = {"data": [endpoint_json(e) for e in endpoints]}
-        return Response(answer)
+        return self.listed(selectors.endpoint_list(tenant=tenant_of(request)))
 
-    @extend_schema(
-        tags=["webhooks"],
-        extensions=scope("webhooks:read"),
-        summary="Get an endpoint (never its secret)",
-        parameters=[WEBHOOK_ID],
-        responses={200: Data[WebhookJson], **errors_of(*NOT_FOUND)},
-    )
+    @ENDPOINTS.retrieve(summary="Get an endpoint (never its secret)", found=Data[WebhookJson])
     def retrieve(self, request: Request, webhook_id: str) -> Response:
-        endpoint = services.endpoint_get(tenant=tenant_of(request), webhook_id=webhook_id)
-        answer: Data[WebhookJson] = {"data": endpoint_json(endpoint)}
-        return Response(answer)
+        return self.found(services.endpoint_get(tenant=tenant_of(request), webhook_id=webhook_id))
 
-    @extend_schema(
-        tags=["webhooks"],
-        extensions=scope("webhooks:write"),
+    @ENDPOINTS.on_one(
+        ENDPOINTS.write,
         summary="Re-enable a disabled endpoint (an active one is answered as it is)",
         description="New events are sent to it again and its failure streak starts afresh. "
         "Deliveries that failed while it was disabled stay `FAILED`: redeliver those wanted.",
-        parameters=[WEBHOOK_ID],
         request=EmptyRequest,
-        responses={200: Data[WebhookJson], **errors_of(*NOT_FOUND)},
+        answer=Data[WebhookJson],
     )
     def enable(self, request: Request, webhook_id: str) -> Response:
         validated(EmptyRequest, request.data)
-        endpoint = services.endpoint_enable(tenant=tenant_of(request), webhook_id=webhook_id)
-        answer: Data[WebhookJson] = {"data": endpoint_json(endpoint)}
-        return Response(answer)
+        return self.found(
+            services.endpoint_enable(tenant=tenant_of(request), webhook_id=webhook_id)
+        )
 
-    @extend_schema(
-        tags=["webhooks"],
-        extensions=scope("webhooks:write"),
+    @ENDPOINTS.revoke(
         summary="Unregister an endpoint (its delivery log goes with it)",
-        parameters=[WEBHOOK_ID],
-        responses={200: Data[WebhookDeletedJson], **errors_of(*NOT_FOUND)},
+        ended=Data[WebhookDeletedJson],
     )
     def destroy(self, request: Request, webhook_id: str) -> Response:
-        deleted = services.endpoint_delete(tenant=tenant_of(request), webhook_id=webhook_id)
-        answer: Data[WebhookDeletedJson] = {"data": {"id": deleted, "deleted": True}}
-        return Response(answer)
+        return self.ended(
+            services.endpoint_delete(tenant=tenant_of(request), webhook_id=webhook_id)
+        )
 
     @extend_schema(
         tags=["webhooks"],
@@ -173,18 +164,16 @@ class WebhookViewSet(viewsets.ViewSet):
         answer: Data[ReplayJson] = {"data": {"deliveries": count}}
         return Response(answer, status=202)
 
-    @extend_schema(
-        tags=["webhooks"],
-        extensions=scope("webhooks:write"),
+    @ENDPOINTS.on_one(
+        ENDPOINTS.write,
         summary="Give the endpoint a new signing secret (shown once, in this answer)",
         description="The new secret signs every delivery from now on (retries, redeliveries "
         "and replays too). For `overlapSeconds` (default 86400, at most 604800; 0 ends it "
         "at once) the replaced secret signs them as well: `SERVICE-Signature: t=<t>,v1=<new>,"
         "v1=<old>`, which Stripe's verifiers and the Python client's accept under either "
         "secret. A rotation ends any earlier overlap: at most two secrets sign at once.",
-        parameters=[WEBHOOK_ID],
         request=RotateSecretRequest,
-        responses={200: Data[WebhookCreatedJson], **errors_of(*NOT_FOUND)},
+        answer=Data[WebhookCreatedJson],
     )
     def rotate_secret(self, request: Request, webhook_id: str) -> Response:
         body = validated(RotateSecretRequest, request.data)
@@ -193,10 +182,7 @@ class WebhookViewSet(viewsets.ViewSet):
             webhook_id=webhook_id,
             overlap_seconds=body["overlapSeconds"],
         )
-        answer: Data[WebhookCreatedJson] = {
-            "data": {"webhook": endpoint_json(rotated.endpoint), "secret": rotated.secret}
-        }
-        return Response(answer)
+        return self.issued(rotated.endpoint, rotated.secret, status=200)
 
 
 class DeliveryViewSet(viewsets.GenericViewSet):

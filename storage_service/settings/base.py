@@ -378,7 +378,7 @@ REST_FRAMEWORK = {
     # Every list filters through its view's filterset_class (django-filter), then pages
     # through its pagination_class (storage_service.pagination.CursorPagination).
     "DEFAULT_FILTER_BACKENDS": ["storage_service.filtering.FilterBackend"],
-    "DEFAULT_THROTTLE_CLASSES": ["accounts.throttling.ApiKeyRateThrottle"],
+    "DEFAULT_THROTTLE_CLASSES": ["accounts.throttling.RequestRateThrottle"],
     "DEFAULT_SCHEMA_CLASS": "storage_service.openapi.AutoSchema",
     "DEFAULT_METADATA_CLASS": "storage_service.options_metadata.OptionsMetadata",
 }
@@ -423,6 +423,14 @@ SERVICE_RATE_LIMIT_READS_PER_MINUTE = env_int(
 )
 SERVICE_RATE_LIMIT_WRITES_PER_MINUTE = env_int(
     "SERVICE_RATE_LIMIT_WRITES_PER_MINUTE", 1200, minimum=0
+)
+# Per upload token (a browser's: starts, parts, completes), per minute; every token request
+# also counts into its project's token budget, which is as large as one key's (above).
+SERVICE_RATE_LIMIT_TOKEN_READS_PER_MINUTE = env_int(
+    "SERVICE_RATE_LIMIT_TOKEN_READS_PER_MINUTE", 600, minimum=0
+)
+SERVICE_RATE_LIMIT_TOKEN_WRITES_PER_MINUTE = env_int(
+    "SERVICE_RATE_LIMIT_TOKEN_WRITES_PER_MINUTE", 300, minimum=0
 )
 
 # One JSON object per line (storage_service/logs.py); SERVICE_LOG_FORMAT=plain for reading by eye.
