@@ -192,7 +192,7 @@ class FileViewSet(viewsets.GenericViewSet):
         responses={200: Data[FileJson], **errors_of(*NOT_FOUND)},
     )
     def retrieve(self, request: Request, file_id: str) -> Response:
-        file = selectors.file_get(tenant=tenant_of(request), file_id=file_id)
+        file = selectors.file_shown(tenant=tenant_of(request), file_id=file_id)
         answer: Data[FileJson] = {"data": file_json(file)}
         return Response(answer)
 
