@@ -50,7 +50,7 @@ def clean_folder(value: Any) -> str | _Root | None:
 class FileFilterSet(FilterSet):
     """Deleted files are left out unless ``status=deleted`` asks for them (the trash). Every
     filter combined with every sort is served by the index of that sort; ``search`` is
-    applied by the page's own plan (files/selectors.py: search_page_rows), because a plain
+    applied by the page's own plan (files/selectors.py: file_search_page), because a plain
     substring filter can take hundreds of milliseconds on a large project."""
 
     search = CleanedFilter(

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, NamedTuple, TypedDict
 
 from django.contrib.postgres.fields import ArrayField
 from django.db import connection
-from django.db.models import CharField, Count, F, Func, Q, QuerySet, Value
+from django.db.models import CharField, Count, F, Field, Func, Q, QuerySet, Value
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import StrIndex, Substr, Upper
 from django.db.models.lookups import GreaterThan
@@ -85,17 +86,23 @@ def _exact(value: str | datetime | None) -> datetime | None:
     return datetime.fromisoformat(value) if isinstance(value, str) else value
 
 
+def _column(name: str) -> str:
+    field = File._meta.get_field(name)
+    assert isinstance(field, Field)
+    return field.column
+
+
 # GET's one statement, written out once: the ORM would build and compile the same query for
 # every request, which costs more than PostgreSQL's answer. The timestamps as the list's.
 _SHOWN_SQL = (
     "SELECT "
     + ", ".join(
         _EXACT_UTC % {"expressions": f'"{name}"'} if name in _TIMESTAMPS else f'"{name}"'
-        for name in (File._meta.get_field(field).column for field in FileText._fields)
+        for name in (_column(field) for field in FileText._fields)
     )
     + f' FROM "{File._meta.db_table}" WHERE "id" = %s AND "project_id" = %s AND "mode" = %s'
 )
-_METADATA = File._meta.get_field("metadata")
+_METADATA_AT = FileText._fields.index("metadata")
 
 
 def file_shown(*, tenant: Tenant, file_id: str) -> FileText:
@@ -109,9 +116,9 @@ def file_shown(*, tenant: Tenant, file_id: str) -> FileText:
         if row is not None:
             file = FileText(*row)
             if file.status != File.Status.DELETED:
-                # The JSON column's text decoded as the ORM decodes it.
-                metadata = _METADATA.from_db_value(file.metadata, None, connection)
-                return file._replace(metadata=metadata)
+                # Django reads jsonb as its text and JSONField decodes it: so here.
+                text = row[_METADATA_AT]
+                return file._replace(metadata=None if text is None else json.loads(text))
     raise FileNotFound("No such file.")
 
 
@@ -167,7 +174,7 @@ def file_search_page(
         last = files.values_list(field, tiebreak)[SEARCH_WINDOW_ROWS - 1 : SEARCH_WINDOW_ROWS]
         bound = next(iter(last), None)
         window = files if bound is None else files.filter(_at_or_before(sort, tiebreak, *bound))
-        contains = GreaterThan(StrIndex(Upper("filename"), Upper(Value(term))), 0)
+        contains: GreaterThan[int] = GreaterThan(StrIndex(Upper("filename"), Upper(Value(term))), 0)
         rows = file_page(window.filter(contains), count)
         if len(rows) >= count or bound is None:
             return rows

@@ -130,10 +130,9 @@ class CursorPagination(pagination.CursorPagination):
                 errors[name] = [str(message) for message in exc.detail]
         return errors
 
-    def get_ordering(self, request: Request, queryset: QuerySet[Any], view: Any) -> Sequence[str]:
+    def get_ordering(self, request: Request, queryset: QuerySet[Any], view: Any) -> tuple[str, ...]:
         """The view's keyset order (its ``ordering``)."""
-        ordering: Sequence[str] = view.ordering
-        return ordering
+        return tuple(view.ordering)
 
     def _default_size(self, view: Any) -> int:
         return int(getattr(view, "page_size", self.page_size))
