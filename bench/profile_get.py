@@ -39,9 +39,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import api_throughput as throughput
-
 from bench import _common as bench
+from bench import api_throughput as throughput
 
 # (label, file suffix, function name): cumulative time of these, per request.
 PARTS = [
@@ -123,7 +122,8 @@ def count_instructions(endpoint: str, requests: int) -> int:
                 f"--toggle-collect={_COLLECTED_FUNCTION}",
                 f"--callgrind-out-file={workdir}/callgrind.out",
                 sys.executable,
-                __file__,
+                "-m",
+                "bench.profile_get",
                 "--endpoint",
                 endpoint,
                 "--requests",

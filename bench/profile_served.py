@@ -23,9 +23,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-import api_throughput as throughput
-
 from bench import _common as bench
+from bench import api_throughput as throughput
 
 
 def main() -> int:

@@ -26,6 +26,7 @@ class EventViewSet(viewsets.GenericViewSet):
 
     pagination_class = CursorPagination
     filterset_class = EventFilterSet
+    ordering = ("-created_at", "-id")
     cursor_scope = "events:createdAt:desc"
 
     def get_queryset(self) -> EventQuerySet:

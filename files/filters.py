@@ -26,6 +26,12 @@ SORT_FIELDS = {
 }
 
 
+def file_ordering(sort_by: str, order: str) -> tuple[str, str]:
+    """The keyset order of a file list sorted by ``sortBy`` (validated) in ``order``."""
+    prefix = "-" if order == "desc" else ""
+    return f"{prefix}{SORT_FIELDS[sort_by]}", f"{prefix}id"
+
+
 class _Root:
     """``path=/``: the files at the root (a null path)."""
 
@@ -44,7 +50,7 @@ def clean_folder(value: Any) -> str | _Root | None:
 class FileFilterSet(FilterSet):
     """Deleted files are left out unless ``status=deleted`` asks for them (the trash). Every
     filter combined with every sort is served by the index of that sort; ``search`` is
-    applied by the page's own plan (files/selectors.py: search_page_rows), because a plain
+    applied by the page's own plan (files/selectors.py: file_search_page), because a plain
     substring filter can take hundreds of milliseconds on a large project."""
 
     search = CleanedFilter(
@@ -92,15 +98,7 @@ class FileFilterSet(FilterSet):
             queryset = queryset.filter(metadata_q(wanted))
         if not self.form.cleaned_data.get("status"):
             queryset = queryset.visible()
-        sort_by, order = self.sort()
-        prefix = "-" if order == "desc" else ""
-        return queryset.order_by(f"{prefix}{SORT_FIELDS[sort_by]}", f"{prefix}id")
-
-    def sort(self) -> tuple[str, str]:
-        """The validated ``sortBy`` and ``order``, defaults applied."""
-        data = self.form.cleaned_data
-        sort_by = data.get("sortBy") or self.filters["sortBy"].default
-        return sort_by, data.get("order") or self.filters["order"].default
+        return queryset
 
     def search_in_page(self, queryset: FileQuerySet, name: str, value: str) -> FileQuerySet:
         return queryset
@@ -120,7 +118,7 @@ class FileFilterSet(FilterSet):
         return queryset  # applied by in_folder
 
     def in_order(self, queryset: FileQuerySet, name: str, value: str) -> FileQuerySet:
-        return queryset  # applied by filter_queryset, once both are known
+        return queryset  # the page's order: file_ordering, which the paginator applies
 
 
 class FolderFilterSet(FilterSet):

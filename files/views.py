@@ -19,7 +19,7 @@ from accounts.scopes import scope
 from accounts.tenancy import Tenant
 from accounts.throttling import refusal_wait
 from files import selectors, services
-from files.filters import FileFilterSet, FolderFilterSet
+from files.filters import FileFilterSet, FolderFilterSet, file_ordering
 from files.models import File, FileQuerySet
 from files.openapi import FILE_ID, file_links
 from files.serializers import (
@@ -76,21 +76,31 @@ class FileViewSet(viewsets.GenericViewSet):
     def get_queryset(self) -> FileQuerySet:
         return File.objects.for_tenant(tenant_of(self.request))
 
-    @property
-    def cursor_scope(self) -> str:
-        """A cursor belongs to its sort and order (the filter set has validated both)."""
+    def sort(self) -> tuple[str, str]:
+        """The list's ``sortBy`` and ``order``, defaults applied (the filter set has
+        validated both before the page is read)."""
         params = self.request.query_params
         sorts = FileFilterSet.base_filters
         sort_by = params.get("sortBy") or sorts["sortBy"].default
-        return f"files:{sort_by}:{params.get('order') or sorts['order'].default}"
+        return sort_by, params.get("order") or sorts["order"].default
 
-    def page_rows(self, queryset: FileQuerySet, count: int) -> Any:
-        """A page's rows: a search has its own bounded plan (selectors.search_page_rows);
-        otherwise named rows of the fields file_json shows, which cost a fraction of model
-        instances."""
+    @property
+    def ordering(self) -> tuple[str, str]:
+        """The page's keyset: ``(sort, id)`` in the list's order."""
+        return file_ordering(*self.sort())
+
+    @property
+    def cursor_scope(self) -> str:
+        """A cursor belongs to its sort and order."""
+        sort_by, order = self.sort()
+        return f"files:{sort_by}:{order}"
+
+    def page_rows(self, queryset: FileQuerySet, count: int) -> list[selectors.FileText]:
+        """A page's rows, the fields file_json shows: a search has its own bounded plan
+        (selectors.file_search_page)."""
         term = self.request.query_params.get("search")
         if term:
-            return selectors.search_page_rows(queryset, term, count)
+            return selectors.file_search_page(queryset, term, count, ordering=self.ordering)
         return selectors.file_page(queryset, count)
 
     @extend_schema(
@@ -182,7 +192,7 @@ class FileViewSet(viewsets.GenericViewSet):
         responses={200: Data[FileJson], **errors_of(*NOT_FOUND)},
     )
     def retrieve(self, request: Request, file_id: str) -> Response:
-        file = selectors.file_get(tenant=tenant_of(request), file_id=file_id)
+        file = selectors.file_shown(tenant=tenant_of(request), file_id=file_id)
         answer: Data[FileJson] = {"data": file_json(file)}
         return Response(answer)
 
@@ -421,6 +431,7 @@ def _result(outcome: Outcome, request: Request) -> BatchResultJson:
 class FolderViewSet(viewsets.GenericViewSet):
     pagination_class = CursorPagination
     filterset_class = FolderFilterSet
+    ordering = ("name",)  # a folder's name is unique among its parent's children
     page_size = 100
 
     def get_queryset(self) -> FileQuerySet:

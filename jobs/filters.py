@@ -1,9 +1,9 @@
-"""The filters and the order of ``GET /v1/jobs``: newest first (ids are time-ordered), served
-by job_project_id; ``status`` and ``type`` narrow it."""
+"""The filters of ``GET /v1/jobs``, newest first (the view's order), served by
+job_project_id; ``status`` and ``type`` narrow it."""
 
 from __future__ import annotations
 
-from jobs.models import Job, JobQuerySet
+from jobs.models import Job
 from storage_service.filtering import CleanedFilter, FilterSet
 from storage_service.serializers import choice
 
@@ -19,6 +19,3 @@ class JobFilterSet(FilterSet):
     class Meta:
         model = Job
         fields: list[str] = []
-
-    def filter_queryset(self, queryset: JobQuerySet) -> JobQuerySet:
-        return super().filter_queryset(queryset).order_by("-id")

@@ -24,6 +24,7 @@ JOB_ID = path_id("job_id", "job")
 class JobViewSet(viewsets.GenericViewSet):
     pagination_class = CursorPagination
     filterset_class = JobFilterSet
+    ordering = ("-id",)  # newest first: ids are time-ordered
     cursor_scope = "jobs:id:desc"
 
     def get_queryset(self) -> JobQuerySet:

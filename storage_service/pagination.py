@@ -62,14 +62,18 @@ _LIMIT = query_int(1, 100)
 
 
 class CursorPagination(pagination.CursorPagination):
-    """Keyset pages in the queryset's own order, answered as ``{"data", "pagination"}``.
+    """Keyset pages in the view's ``ordering``, answered as ``{"data", "pagination"}``.
 
-    The queryset's ``order_by`` is the keyset: ``(sort, id)``, both one way (the filter set
-    sets it), or one unique key such as a folder's name. The view gives ``cursor_scope``,
-    what its cursors belong to (``"files:createdAt:desc"``): a cursor from another scope is
-    refused rather than starting a page in the wrong place. A view may set ``page_size`` (the
-    default ``limit``) and, where a page needs its own plan, ``page_rows(queryset, count)``
-    (files/views.py: the bounded search).
+    The view gives, as DRF's cursor pagination reads them from its own configuration:
+
+    - ``ordering``, the keyset the page is ordered by: ``(sort, id)``, both one way
+      (``("-created_at", "-id")``), or one unique key (``("name",)``); the paginator orders
+      the queryset by it, so the order and the cursor's keys cannot differ;
+    - ``cursor_scope``, what its cursors belong to (``"files:createdAt:desc"``): a cursor
+      from another scope is refused rather than starting a page in the wrong place.
+
+    A view may set ``page_size`` (the default ``limit``) and, where a page needs its own
+    plan or columns, ``page_rows(queryset, count)`` (files/views.py).
     """
 
     envelope = Paged  # the answer's shape, and the one its pagination object has
@@ -90,8 +94,10 @@ class CursorPagination(pagination.CursorPagination):
         limit = params.get(self.page_size_query_param)
         self.limit = _LIMIT(limit) if limit is not None else self._default_size(view)
         cursor = params.get(self.cursor_query_param)
-        self.keys = _keys(queryset)
+        ordering = self.get_ordering(request, queryset, view)
+        self.keys = keyset(ordering)
         self.scope: str = view.cursor_scope
+        queryset = queryset.order_by(*ordering)
         if cursor:
             value, row_id = decode_cursor(cursor, self.scope)
             queryset = self._after(queryset, value, row_id)
@@ -123,6 +129,10 @@ class CursorPagination(pagination.CursorPagination):
             except serializers.ValidationError as exc:
                 errors[name] = [str(message) for message in exc.detail]
         return errors
+
+    def get_ordering(self, request: Request, queryset: QuerySet[Any], view: Any) -> tuple[str, ...]:
+        """The view's keyset order (its ``ordering``)."""
+        return tuple(view.ordering)
 
     def _default_size(self, view: Any) -> int:
         return int(getattr(view, "page_size", self.page_size))
@@ -162,17 +172,16 @@ class CursorPagination(pagination.CursorPagination):
         ]
 
 
-def _keys(queryset: QuerySet[Any]) -> tuple[str, str]:
-    """The keyset of ``queryset``'s order: ``(sort, tie-break)``, each a field name, the
-    sort with ``-`` when descending."""
-    order: Sequence[Any] = queryset.query.order_by
-    if not all(isinstance(key, str) for key in order) or len(order) not in (1, 2):
-        raise TypeError(f"a keyset page needs order_by(sort, id) or one unique key: {order!r}")
-    if len(order) == 1:
-        return order[0], order[0].lstrip("-")
-    sort, tiebreak = order
+def keyset(ordering: Sequence[str]) -> tuple[str, str]:
+    """The keys of a keyset order: ``(sort, tie-break)``, each a field name, the sort with
+    ``-`` when descending."""
+    if len(ordering) not in (1, 2):
+        raise TypeError(f"a keyset page needs ordering (sort, id) or one unique key: {ordering!r}")
+    if len(ordering) == 1:
+        return ordering[0], ordering[0].lstrip("-")
+    sort, tiebreak = ordering
     if sort.startswith("-") != tiebreak.startswith("-"):
-        raise TypeError(f"both keys of a keyset page go one way: {order!r}")
+        raise TypeError(f"both keys of a keyset page go one way: {ordering!r}")
     return sort, tiebreak.lstrip("-")
 
 

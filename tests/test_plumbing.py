@@ -103,7 +103,7 @@ def test_an_unexpected_failure_is_a_json_500_without_traceback(
     def explode(*args: object, **kwargs: object) -> None:
         raise RuntimeError("secret internals")
 
-    monkeypatch.setattr("files.selectors.search_page_rows", explode)
+    monkeypatch.setattr("files.selectors.file_search_page", explode)
     response = owner.get("/v1/files", {"search": "a"})
 
     assert response.status_code == 500

@@ -3,9 +3,6 @@ storage_service/urls.py; the token's use as a credential is uploads/auth.py."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from django.db.models import QuerySet
 from rest_framework import viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -25,15 +22,12 @@ from uploads.tokenshapes import UploadTokenCreatedJson, UploadTokenJson, UploadT
 
 
 class UploadTokenFilterSet(FilterSet):
-    """No filters: the tenant's tokens, newest first (ids are time-ordered), served by the
-    ``uploadtoken_list`` index."""
+    """No filters: the tenant's tokens (the view orders them, served by the
+    ``uploadtoken_list`` index)."""
 
     class Meta:
         model = UploadToken
         fields: list[str] = []
-
-    def filter_queryset(self, queryset: QuerySet[Any]) -> QuerySet[Any]:
-        return super().filter_queryset(queryset).order_by("-id")
 
 
 TOKENS = IssuedResourceSchema(
@@ -48,6 +42,7 @@ TOKENS = IssuedResourceSchema(
 class UploadTokenViewSet(IssuedResourceViews[UploadToken], viewsets.GenericViewSet):
     pagination_class = CursorPagination
     filterset_class = UploadTokenFilterSet
+    ordering = ("-id",)  # newest first: ids are time-ordered
     cursor_scope = "upload-tokens"
     resource_field, secret_field = "uploadToken", "token"
 

@@ -32,6 +32,7 @@ class VariantViewSet(viewsets.GenericViewSet):
     pagination_class = CursorPagination
     filterset_class = VariantFilterSet
     page_size = 100
+    ordering = ("id",)  # oldest first: ids are time-ordered
     cursor_scope = "variants"
     queryset = Variant.objects.all()  # list() narrows it to the file's
 

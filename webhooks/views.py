@@ -189,6 +189,7 @@ class DeliveryViewSet(viewsets.GenericViewSet):
     name = "Webhook"  # what OPTIONS calls the route's resource, as on the webhook's own routes
     pagination_class = CursorPagination
     filterset_class = DeliveryFilterSet
+    ordering = ("-id",)  # newest first: ids are time-ordered
     cursor_scope = "deliveries"
     queryset = Delivery.objects.all()  # list() narrows it to the endpoint's
 

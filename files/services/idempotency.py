@@ -1,6 +1,6 @@
 """Idempotency-Key records: the first answer to an upload creation, replayed on retry.
 
-Used by single uploads (files/services/upload.py), multipart sessions (uploads/services.py)
+Used by single uploads (files/services/upload.py), multipart sessions (uploads/services/start.py)
 and batches (files/services/batch.py).
 A record remembers which kind of creation made it, so a key reused on the other route is
 refused like a key reused with another body.

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from files.filters import FileFilterSet
+from files.filters import FileFilterSet, file_ordering
 from files.models import File
 from tests.factories import Actor
 from tests.helpers import error_code, start_upload, uploaded_file
@@ -145,7 +145,8 @@ def _plan(owner: Actor, **params: str) -> str:
     data = {"sortBy": "createdAt", "order": "desc", **params}
     filterset = FileFilterSet(data, queryset=File.objects.for_tenant(owner.tenant))
     assert filterset.is_valid(), filterset.errors
-    sql, sql_params = filterset.qs[:21].query.sql_with_params()
+    page = filterset.qs.order_by(*file_ordering("createdAt", "desc"))[:21]
+    sql, sql_params = page.query.sql_with_params()
     with connection.cursor() as cursor:
         cursor.execute(f"EXPLAIN {sql}", sql_params)
         return "\n".join(row[0] for row in cursor.fetchall())
