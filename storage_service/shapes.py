@@ -1,6 +1,6 @@
 """The envelopes every app's responses share, and the shared field types.
 
-Each app's own objects are TypedDicts in its ``shapes.py``; see storage_service/openapi.py for
+Each app's own objects are TypedDicts in its ``shapes.py``; see storage_service/openapi/ for
 how one definition becomes the response, the type check and the document.
 """
 

@@ -1,5 +1,5 @@
 """What the webhook endpoints answer, and the request every delivery makes (see
-storage_service/openapi.py); the event envelope it carries is events/shapes.py's."""
+storage_service/openapi/); the event envelope it carries is events/shapes.py's."""
 
 from __future__ import annotations
 
