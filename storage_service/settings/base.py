@@ -115,9 +115,9 @@ STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "var" / "static"
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns on a missing root
 STORAGES: dict[str, dict[str, Any]] = {
-    # "files", the object store, is added by each profile (object_store() below, with the
-    # profile's credentials). No "default": code that reached for default_storage would fail
-    # loudly rather than write to an API host's disk.
+    # "files", the object store, is added by each profile (object_store() of
+    # settings/storage.py, with the profile's credentials). No "default": code that reached for
+    # default_storage would fail loudly rather than write to an API host's disk.
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 # Finds assets in the apps directly, so no collectstatic step is needed to run.
