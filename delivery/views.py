@@ -20,7 +20,7 @@ from delivery.shapes import (
     DeliveryUrlJson,
 )
 from files.openapi import FILE_ID
-from storage_service.openapi import errors_of, path_id
+from storage_service.openapi import Shape, errors_of, path_id
 from storage_service.serializers import EmptyRequest, validated
 from storage_service.shapes import Data
 from storage_service.timefmt import iso
@@ -36,7 +36,10 @@ class DeliveryKeyViewSet(viewsets.ViewSet):
         description=f"A project has at most {MAX_ACTIVE_KEYS} active delivery keys in each "
         "mode. The key and its secret sign delivery URLs offline (see the guide).",
         request=EmptyRequest,
-        responses={201: Data[DeliveryKeyCreatedJson], **errors_of("DELIVERY_KEY_LIMIT_REACHED")},
+        responses={
+            201: Shape(Data[DeliveryKeyCreatedJson]),
+            **errors_of("DELIVERY_KEY_LIMIT_REACHED"),
+        },
     )
     def create_key(self, request: Request) -> Response:
         validated(EmptyRequest, request.data)
@@ -50,7 +53,7 @@ class DeliveryKeyViewSet(viewsets.ViewSet):
         tags=["delivery"],
         extensions=scope("files:read"),
         summary="The project's delivery keys in this mode, newest first (never their secrets)",
-        responses={200: Data[list[DeliveryKeyJson]]},
+        responses={200: Shape(Data[list[DeliveryKeyJson]])},
     )
     def list_keys(self, request: Request) -> Response:
         keys = selectors.delivery_key_list(tenant=tenant_of(request))
@@ -64,7 +67,7 @@ class DeliveryKeyViewSet(viewsets.ViewSet):
         description="URLs already held by caches (a CDN, a browser) are served from there "
         "until their `max-age` runs out.",
         parameters=[DELIVERY_KEY_ID],
-        responses={200: Data[DeliveryKeyRevokedJson], **errors_of("DELIVERY_KEY_NOT_FOUND")},
+        responses={200: Shape(Data[DeliveryKeyRevokedJson]), **errors_of("DELIVERY_KEY_NOT_FOUND")},
     )
     def revoke_key(self, request: Request, delivery_key_id: str) -> Response:
         key = services.delivery_key_revoke(tenant=tenant_of(request), key_id=delivery_key_id)
@@ -86,7 +89,7 @@ class DeliveryUrlViewSet(viewsets.ViewSet):
         parameters=[FILE_ID],
         request=DeliveryUrlRequest,
         responses={
-            200: DeliveryUrlJson,
+            200: Shape(DeliveryUrlJson),
             **errors_of(
                 "FILE_NOT_FOUND",
                 "DELIVERY_KEY_NOT_FOUND",

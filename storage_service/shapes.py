@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import Annotated, Generic, TypedDict, TypeVar
 
-from drf_spectacular.utils import extend_schema_serializer
-
 from storage_service.openapi import JsonSchema
 
 T = TypeVar("T")
@@ -30,12 +28,6 @@ class Data(TypedDict, Generic[T]):
     """The contract's ``{"data": ...}`` envelope."""
 
     data: T
-
-
-# One object: drf-spectacular's list mechanics (an array, a paginator's envelope) are never
-# applied to it, even as the answer of a ``list`` action (the webhooks list answers
-# ``Data[list[WebhookJson]]``, unpaginated).
-extend_schema_serializer(many=False)(Data)
 
 
 class PaginationJson(TypedDict):

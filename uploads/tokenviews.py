@@ -14,7 +14,7 @@ from rest_framework.response import Response
 from accounts.context import tenant_of
 from accounts.scopes import scope
 from storage_service.filtering import FilterSet
-from storage_service.openapi import Links, each, errors_of, path_id
+from storage_service.openapi import Links, Shape, each, errors_of, path_id
 from storage_service.pagination import CursorPagination
 from storage_service.serializers import validated
 from storage_service.shapes import Data
@@ -79,7 +79,7 @@ class UploadTokenViewSet(viewsets.GenericViewSet):
         tags=["upload-tokens"],
         extensions=scope("files:read"),
         summary="The project's upload tokens, newest first (keyset pages; never the tokens)",
-        responses={200: UploadTokenJson},
+        responses={200: Shape(UploadTokenJson)},
     )
     def list(self, request: Request) -> Response:
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
@@ -91,7 +91,7 @@ class UploadTokenViewSet(viewsets.GenericViewSet):
         extensions=scope("files:read"),
         summary="Get an upload token (never the token itself)",
         parameters=[UPLOAD_TOKEN_ID],
-        responses={200: Data[UploadTokenJson], **errors_of(*NOT_FOUND)},
+        responses={200: Shape(Data[UploadTokenJson]), **errors_of(*NOT_FOUND)},
     )
     def retrieve(self, request: Request, token_id: str) -> Response:
         token = tokens.upload_token_get(tenant=tenant_of(request), token_id=token_id)
@@ -105,7 +105,7 @@ class UploadTokenViewSet(viewsets.GenericViewSet):
         description="Uploads it started stay as they are: the application's server may "
         "still complete or delete them with its key.",
         parameters=[UPLOAD_TOKEN_ID],
-        responses={200: Data[UploadTokenRevokedJson], **errors_of(*NOT_FOUND)},
+        responses={200: Shape(Data[UploadTokenRevokedJson]), **errors_of(*NOT_FOUND)},
     )
     def destroy(self, request: Request, token_id: str) -> Response:
         token = tokens.upload_token_revoke(tenant=tenant_of(request), token_id=token_id)

@@ -9,7 +9,7 @@ from rest_framework.response import Response
 
 from accounts.context import tenant_of
 from accounts.scopes import scope
-from storage_service.openapi import Links, each, errors_of, path_id
+from storage_service.openapi import Links, Shape, each, errors_of, path_id
 from storage_service.pagination import CursorPagination
 from storage_service.serializers import EmptyRequest, validated
 from storage_service.shapes import Data
@@ -79,7 +79,7 @@ class WebhookViewSet(viewsets.ViewSet):
         tags=["webhooks"],
         extensions=scope("webhooks:read"),
         summary=f"The project's endpoints, newest first (at most {MAX_ENDPOINTS_PER_PROJECT})",
-        responses={200: Data[list[WebhookJson]]},
+        responses={200: Shape(Data[list[WebhookJson]])},
     )
     def list(self, request: Request) -> Response:
         endpoints = selectors.endpoint_list(tenant=tenant_of(request))
@@ -91,7 +91,7 @@ class WebhookViewSet(viewsets.ViewSet):
         extensions=scope("webhooks:read"),
         summary="Get an endpoint (never its secret)",
         parameters=[WEBHOOK_ID],
-        responses={200: Data[WebhookJson], **errors_of(*NOT_FOUND)},
+        responses={200: Shape(Data[WebhookJson]), **errors_of(*NOT_FOUND)},
     )
     def retrieve(self, request: Request, webhook_id: str) -> Response:
         endpoint = services.endpoint_get(tenant=tenant_of(request), webhook_id=webhook_id)
@@ -106,7 +106,7 @@ class WebhookViewSet(viewsets.ViewSet):
         "Deliveries that failed while it was disabled stay `FAILED`: redeliver those wanted.",
         parameters=[WEBHOOK_ID],
         request=EmptyRequest,
-        responses={200: Data[WebhookJson], **errors_of(*NOT_FOUND)},
+        responses={200: Shape(Data[WebhookJson]), **errors_of(*NOT_FOUND)},
     )
     def enable(self, request: Request, webhook_id: str) -> Response:
         validated(EmptyRequest, request.data)
@@ -119,7 +119,7 @@ class WebhookViewSet(viewsets.ViewSet):
         extensions=scope("webhooks:write"),
         summary="Unregister an endpoint (its delivery log goes with it)",
         parameters=[WEBHOOK_ID],
-        responses={200: Data[WebhookDeletedJson], **errors_of(*NOT_FOUND)},
+        responses={200: Shape(Data[WebhookDeletedJson]), **errors_of(*NOT_FOUND)},
     )
     def destroy(self, request: Request, webhook_id: str) -> Response:
         deleted = services.endpoint_delete(tenant=tenant_of(request), webhook_id=webhook_id)
@@ -135,7 +135,7 @@ class WebhookViewSet(viewsets.ViewSet):
         parameters=[WEBHOOK_ID, DELIVERY_ID],
         request=EmptyRequest,
         responses={
-            202: Data[DeliveryJson],
+            202: Shape(Data[DeliveryJson]),
             **errors_of(*NOT_FOUND, "DELIVERY_NOT_FOUND", "DELIVERY_ALREADY_DELIVERED"),
         },
     )
@@ -160,7 +160,7 @@ class WebhookViewSet(viewsets.ViewSet):
         "turn is skipped.",
         parameters=[WEBHOOK_ID],
         request=ReplayRequest,
-        responses={202: Data[ReplayJson], **errors_of(*NOT_FOUND)},
+        responses={202: Shape(Data[ReplayJson]), **errors_of(*NOT_FOUND)},
     )
     def replay(self, request: Request, webhook_id: str) -> Response:
         body = validated(ReplayRequest, request.data)
@@ -184,7 +184,7 @@ class WebhookViewSet(viewsets.ViewSet):
         "secret. A rotation ends any earlier overlap: at most two secrets sign at once.",
         parameters=[WEBHOOK_ID],
         request=RotateSecretRequest,
-        responses={200: Data[WebhookCreatedJson], **errors_of(*NOT_FOUND)},
+        responses={200: Shape(Data[WebhookCreatedJson]), **errors_of(*NOT_FOUND)},
     )
     def rotate_secret(self, request: Request, webhook_id: str) -> Response:
         body = validated(RotateSecretRequest, request.data)

@@ -2,9 +2,10 @@
 
 - **Responses.** Each object the API answers is a ``TypedDict`` next to the app that owns it
   (``files/shapes.py``...); its rendering function is annotated to return it, so mypy holds
-  the code to it. ``ShapeExtension`` lets drf-spectacular take such a ``TypedDict`` (or a
-  generic envelope of one, ``Data[FileJson]``) wherever it takes a serializer: it becomes a
-  named component, and nested ``TypedDict``s become ``$ref``s to theirs. What a type hint
+  the code to it. An operation declares it as ``Shape(FileJson)`` (or a generic envelope of
+  one, ``Shape(Data[FileJson])``; ``Links`` and the error responses wrap theirs), and
+  ``ShapeExtension``, the drf-spectacular extension whose ``target_class`` is ``Shape``, makes
+  it a named component, its nested ``TypedDict``s ``$ref``s to theirs. What a type hint
   cannot say (a pattern, a length, a range, a format) rides on the type as
   ``Annotated[str, JsonSchema(pattern=...)]``; a keyword's value may be a callable, read when
   the document is built, so a limit that is a setting is documented from that setting.
@@ -36,6 +37,7 @@ from storage_service.openapi.responses import (
     REQUEST_ID_HEADER,
     ErrorResponse,
     Links,
+    Shape,
     each,
     error_responses,
     errors_of,
@@ -62,6 +64,7 @@ __all__ = [
     "JsonSchema",
     "Links",
     "Schema",
+    "Shape",
     "ShapeExtension",
     "StrictSerializerExtension",
     "add_unversioned_paths",

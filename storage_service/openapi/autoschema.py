@@ -17,6 +17,7 @@ from storage_service.openapi.responses import (
     SCOPE_EXTENSION,
     ErrorResponse,
     Links,
+    Shape,
     error_responses,
 )
 from storage_service.openapi.typeschema import Schema, shape_name
@@ -69,7 +70,8 @@ class AutoSchema(SpectacularAutoSchema):
             paginator = getattr(self.view, "paginator", None)
             if paginator is not None:
                 # The component the paginator's envelope refers to (shape_ref)
-                self.resolve_serializer(paginator.pagination_shape, "response")
+                pagination: Any = Shape(paginator.pagination_shape)  # ShapeExtension's
+                self.resolve_serializer(pagination, "response")
         declared = self.get_response_serializers()
         if not isinstance(declared, dict):
             return operation
@@ -121,8 +123,8 @@ class AutoSchema(SpectacularAutoSchema):
         return shared
 
     def error_ref(self) -> Schema:
-        shape: Any = errors.ErrorJson  # a shape, which ShapeExtension resolves
-        return dict(self.resolve_serializer(shape, "response").ref)
+        error: Any = Shape(errors.ErrorJson)  # resolved by ShapeExtension, like a serializer
+        return dict(self.resolve_serializer(error, "response").ref)
 
     def required_scope(self) -> str | None:
         return (self.get_extensions() or {}).get(SCOPE_EXTENSION)

@@ -14,7 +14,8 @@ from drf_spectacular.extensions import (
 from drf_spectacular.plumbing import ResolvedComponent
 from rest_framework import serializers
 
-from storage_service.openapi.typeschema import Schema, is_shape, shape_name, shape_schema
+from storage_service.openapi.responses import Shape
+from storage_service.openapi.typeschema import Schema, shape_name, shape_schema
 from storage_service.serializers import CleanedField, StrictSerializer, json_schema
 
 # The security scheme of upload tokens (ut_…), on the operations marked x-upload-token.
@@ -25,32 +26,25 @@ UPLOAD_TOKEN = "uploadToken"
 
 class ShapeExtension(OpenApiSerializerExtension):
     """drf-spectacular takes a shape wherever it takes a serializer (Sentry's
-    ``inline_sentry_response_serializer``, without the stand-in class).
+    ``inline_sentry_response_serializer``, without a serializer class beside each TypedDict):
+    each ``Shape`` an operation declares becomes a named component, and the shapes nested in
+    it ``$ref``s to theirs."""
 
-    The one framework method overridden here that is not a documented override point:
-    ``_matches``. An extension's documented ``target_class`` matches a class and its
-    subclasses, and a shape is no subclass of anything of ours (a TypedDict's only runtime
-    base is ``dict``, and ``Data[FileJson]`` is not a class at all). Without it every answer
-    and envelope would have to be re-declared as a serializer class beside its TypedDict,
-    the second definition the shapes exist to avoid. tests/ops/test_openapi.py checks that
-    drf-spectacular still asks it, so an upgrade that stops doing so fails there, loudly.
-    """
-
-    target_class = "storage_service.openapi.extensions.ShapeExtension"  # matched by _matches below
-    match_subclasses = True
-
-    @classmethod
-    def _matches(cls, target: Any) -> bool:
-        return is_shape(target)
+    target_class = Shape
+    match_subclasses = True  # EnvelopeShape
 
     def get_name(self, auto_schema: Any, direction: Any) -> str:
-        return shape_name(self.target)
+        return shape_name(self.target.shape)
+
+    def get_identity(self, auto_schema: Any, direction: Any) -> Any:
+        # One component per shape, however many Shape(...) name it.
+        return self.target.shape
 
     def map_serializer(self, auto_schema: Any, direction: Any) -> Schema:
         def ref(shape: Any) -> Schema:
-            return dict(auto_schema.resolve_serializer(shape, direction).ref)
+            return dict(auto_schema.resolve_serializer(Shape(shape), direction).ref)
 
-        return shape_schema(self.target, ref)
+        return shape_schema(self.target.shape, ref)
 
 
 # --- Requests ------------------------------------------------------------------------------

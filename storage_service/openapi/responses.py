@@ -5,14 +5,47 @@ operation to the routes that use the ids it returns, and the path ids."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, get_origin
 
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema_serializer
 
 from storage_service import errors
-from storage_service.openapi.typeschema import Schema, id_pattern
+from storage_service.openapi.typeschema import Schema, id_pattern, is_shape
 
 JSON = "application/json"
+
+
+class Shape:
+    """A response shape (a ``TypedDict``, or a generic envelope of one such as
+    ``Data[FileJson]``) as an operation declares it: ``responses={200: Shape(FileJson)}``.
+
+    The wrapper is a real class, so drf-spectacular finds its extension (ShapeExtension) by
+    its documented ``target_class``: a shape itself is no subclass of anything of ours (a
+    TypedDict's only runtime base is ``dict``, and ``Data[FileJson]`` is not a class at all).
+    ``Shape(...)`` of an envelope is an ``EnvelopeShape``.
+    """
+
+    def __new__(cls, shape: Any) -> Shape:
+        if cls is Shape and get_origin(shape) is not None:
+            cls = EnvelopeShape
+        return super().__new__(cls)
+
+    def __init__(self, shape: Any) -> None:
+        if not is_shape(shape):
+            raise TypeError(f"{shape!r} is not a TypedDict or a generic TypedDict")
+        self.shape = shape
+
+    def __repr__(self) -> str:
+        return f"Shape({self.shape!r})"
+
+
+# One object: drf-spectacular's list mechanics (an array, a paginator's envelope) are never
+# applied to an envelope, even as the answer of a ``list`` action (the webhooks list answers
+# ``Data[list[WebhookJson]]``, unpaginated).
+@extend_schema_serializer(many=False)
+class EnvelopeShape(Shape):
+    """A generic envelope's shape (``Data[FileJson]``): one object, never a list's items."""
+
 
 # --- Errors ---------------------------------------------------------------------------------
 
@@ -65,8 +98,10 @@ class ErrorResponse(OpenApiResponse):
     response of the error envelope, described by its codes."""
 
     def __init__(self, status: int, codes: tuple[str, ...]) -> None:
-        shape: Any = errors.ErrorJson  # a shape, which ShapeExtension resolves
-        super().__init__(response=shape, description="Codes: " + ", ".join(f"`{c}`" for c in codes))
+        super().__init__(
+            response=Shape(errors.ErrorJson),
+            description="Codes: " + ", ".join(f"`{c}`" for c in codes),
+        )
         self.status = status
         self.codes = codes
 
@@ -91,7 +126,7 @@ class Links(OpenApiResponse):
     """
 
     def __init__(self, response: Any, targets: dict[str, dict[str, str]] | None = None) -> None:
-        super().__init__(response=response)
+        super().__init__(response=Shape(response) if is_shape(response) else response)
         self.targets = dict(targets or {})
 
     def as_openapi(self) -> dict[str, Schema]:
