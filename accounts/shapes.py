@@ -1,4 +1,4 @@
-"""What ``GET /v1/me`` answers (see storage_service/openapi.py)."""
+"""What ``GET /v1/me`` answers (see storage_service/openapi/)."""
 
 from __future__ import annotations
 

@@ -13,6 +13,7 @@ from accounts.models import ApiKey, ProjectLimits
 from accounts.scopes import ScopeName, scope, scopes_of
 from accounts.shapes import Environment, MeJson, UsageJson
 from accounts.usage import ProjectUsage, project_usage
+from storage_service.openapi import Shape
 from storage_service.shapes import Data
 from storage_service.timefmt import iso_required
 
@@ -44,7 +45,7 @@ class MeView(APIView):
         tags=["identity"],
         extensions=scope(None),
         summary="The project, organization and key this request authenticates as",
-        responses={200: Data[MeJson]},
+        responses={200: Shape(Data[MeJson])},
     )
     def get(self, request: Request) -> Response:
         answer: Data[MeJson] = {"data": me_json(api_key_of(request))}
@@ -72,7 +73,7 @@ class UsageView(APIView):
         "version, the trash until it is purged, and variants; a copy shares its source's "
         "bytes. `bandwidth` counts the bytes of download URLs issued this UTC month. A limit "
         "staff have not set is null.",
-        responses={200: Data[UsageJson]},
+        responses={200: Shape(Data[UsageJson])},
     )
     def get(self, request: Request) -> Response:
         tenant = tenant_of(request)

@@ -1,4 +1,4 @@
-"""What the delivery endpoints answer (see storage_service/openapi.py)."""
+"""What the delivery endpoints answer (see storage_service/openapi/)."""
 
 from __future__ import annotations
 

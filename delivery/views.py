@@ -22,7 +22,7 @@ from delivery.shapes import (
 )
 from files.openapi import FILE_ID
 from storage_service.issued import IssuedResourceSchema, IssuedResourceViews
-from storage_service.openapi import errors_of, path_id
+from storage_service.openapi import Shape, errors_of, path_id
 from storage_service.serializers import EmptyRequest, validated
 from storage_service.shapes import Data
 from storage_service.timefmt import iso
@@ -87,7 +87,7 @@ class DeliveryUrlViewSet(viewsets.ViewSet):
         parameters=[FILE_ID],
         request=DeliveryUrlRequest,
         responses={
-            200: DeliveryUrlJson,
+            200: Shape(DeliveryUrlJson),
             **errors_of(
                 "FILE_NOT_FOUND",
                 "DELIVERY_KEY_NOT_FOUND",

@@ -1,5 +1,5 @@
 """The event envelope: what ``GET /v1/events`` answers and every webhook delivery carries
-(see storage_service/openapi.py)."""
+(see storage_service/openapi/)."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from events.envelope import event_envelope
 from events.filters import EventFilterSet
 from events.models import EventQuerySet
 from events.shapes import EventEnvelopeJson
-from storage_service.openapi import errors_of, path_id
+from storage_service.openapi import Shape, errors_of, path_id
 from storage_service.pagination import CursorPagination
 from storage_service.shapes import Data
 
@@ -38,7 +38,7 @@ class EventViewSet(viewsets.GenericViewSet):
         summary="The events of the key's mode, newest first (the retention window's)",
         description="Each item is the envelope exactly as webhook endpoints receive it. "
         "A parameter given twice answers 400.",
-        responses={200: EventEnvelopeJson},
+        responses={200: Shape(EventEnvelopeJson)},
     )
     def list(self, request: Request) -> Response:
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
@@ -50,7 +50,7 @@ class EventViewSet(viewsets.GenericViewSet):
         extensions=scope("events:read"),
         summary="One event: the envelope, byte for byte the body its webhooks received",
         parameters=[EVENT_ID],
-        responses={200: Data[EventEnvelopeJson], **errors_of("EVENT_NOT_FOUND")},
+        responses={200: Shape(Data[EventEnvelopeJson]), **errors_of("EVENT_NOT_FOUND")},
     )
     def retrieve(self, request: Request, event_id: str) -> Response:
         event = selectors.event_get(tenant=tenant_of(request), event_id=event_id)

@@ -1,4 +1,4 @@
-"""What the Files endpoints answer: one TypedDict per object (see storage_service/openapi.py)."""
+"""What the Files endpoints answer: one TypedDict per object (see storage_service/openapi/)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Each method's ``@extend_schema`` is its entry in the OpenAPI document: its body (the request
 serializer it validates with), its answers (the shapes its renderers return) and its own
-error codes; storage_service/openapi.py adds what every operation shares.
+error codes; storage_service/openapi/ adds what every operation shares.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ from storage_service.idempotency import (
     idempotency_key,
     request_fingerprint,
 )
-from storage_service.openapi import Links, errors_of
+from storage_service.openapi import Links, Shape, errors_of
 from storage_service.pagination import CursorPagination
 from storage_service.serializers import EmptyRequest, validated
 from storage_service.shapes import Data
@@ -149,7 +149,7 @@ class FileViewSet(viewsets.GenericViewSet):
         parameters=[FILE_ID],
         request=EmptyRequest,
         responses={
-            200: Data[FileCompletedJson],
+            200: Shape(Data[FileCompletedJson]),
             **errors_of(
                 *NOT_FOUND,
                 "FILE_NOT_PENDING",
@@ -177,7 +177,7 @@ class FileViewSet(viewsets.GenericViewSet):
         description="Newest first by default. Pages are keyset pages ordered by "
         "`(sortBy, id)`: a cursor belongs to its `sortBy` and `order` (another answers 400). "
         "A parameter given twice answers 400.",
-        responses={200: FileJson},
+        responses={200: Shape(FileJson)},
     )
     def list(self, request: Request) -> Response:
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
@@ -189,7 +189,7 @@ class FileViewSet(viewsets.GenericViewSet):
         tags=["files"],
         summary="Get a file",
         parameters=[FILE_ID],
-        responses={200: Data[FileJson], **errors_of(*NOT_FOUND)},
+        responses={200: Shape(Data[FileJson]), **errors_of(*NOT_FOUND)},
     )
     def retrieve(self, request: Request, file_id: str) -> Response:
         file = selectors.file_shown(tenant=tenant_of(request), file_id=file_id)
@@ -202,7 +202,7 @@ class FileViewSet(viewsets.GenericViewSet):
         summary="Rename, move, or replace the metadata",
         parameters=[FILE_ID],
         request=UpdateRequest,
-        responses={200: FileJson, **errors_of(*NOT_FOUND)},
+        responses={200: Shape(FileJson), **errors_of(*NOT_FOUND)},
     )
     def partial_update(self, request: Request, file_id: str) -> Response:
         changes = validated(UpdateRequest, request.data)
@@ -240,7 +240,7 @@ class FileViewSet(viewsets.GenericViewSet):
         "`Content-Disposition: attachment` with its name. Counts as bandwidth.",
         parameters=[FILE_ID],
         request=DownloadUrlRequest,
-        responses={200: DownloadUrlJson, **errors_of(*NOT_FOUND, "FILE_NOT_UPLOADED")},
+        responses={200: Shape(DownloadUrlJson), **errors_of(*NOT_FOUND, "FILE_NOT_UPLOADED")},
     )
     def download_url(self, request: Request, file_id: str) -> Response:
         body = validated(DownloadUrlRequest, request.data)
@@ -260,7 +260,7 @@ class FileViewSet(viewsets.GenericViewSet):
         parameters=[FILE_ID],
         request=ReplaceRequest,
         responses={
-            200: FileWithUploadJson,
+            200: Shape(FileWithUploadJson),
             **errors_of(
                 *NOT_FOUND,
                 "FILE_NOT_UPLOADED",
@@ -291,7 +291,7 @@ class FileViewSet(viewsets.GenericViewSet):
         parameters=[FILE_ID],
         request=EmptyRequest,
         responses={
-            200: FileJson,
+            200: Shape(FileJson),
             **errors_of(
                 *NOT_FOUND,
                 "NO_REPLACE_IN_PROGRESS",
@@ -336,7 +336,10 @@ class FileViewSet(viewsets.GenericViewSet):
         "run (then 409 `OBJECT_NOT_FOUND`).",
         parameters=[FILE_ID],
         request=EmptyRequest,
-        responses={200: FileJson, **errors_of(*NOT_FOUND, "FILE_NOT_DELETED", "OBJECT_NOT_FOUND")},
+        responses={
+            200: Shape(FileJson),
+            **errors_of(*NOT_FOUND, "FILE_NOT_DELETED", "OBJECT_NOT_FOUND"),
+        },
     )
     def restore(self, request: Request, file_id: str) -> Response:
         validated(EmptyRequest, request.data)
@@ -360,7 +363,7 @@ class FileBatchViewSet(viewsets.ViewSet):
         "run, when the budget cannot cover it).",
         parameters=[IDEMPOTENCY_KEY, IDEMPOTENT_REPLAYED],
         request=BatchRequest,
-        responses={200: Data[list[BatchResultJson]], **errors_of("IDEMPOTENCY_KEY_REUSED")},
+        responses={200: Shape(Data[list[BatchResultJson]]), **errors_of("IDEMPOTENCY_KEY_REUSED")},
     )
     def batch(self, request: Request) -> Response:
         body = validated(BatchRequest, request.data)
@@ -453,7 +456,7 @@ class FolderViewSet(viewsets.GenericViewSet):
         summary="Direct child folders of a path, by name",
         description="A folder exists while a file that is not deleted is in it or below it; "
         "`fileCount` counts those files.",
-        responses={200: FolderJson},
+        responses={200: Shape(FolderJson)},
     )
     def list(self, request: Request) -> Response:
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))

@@ -14,7 +14,7 @@ from jobs.filters import JobFilterSet
 from jobs.models import Job, JobQuerySet
 from jobs.serializers import job_json
 from jobs.shapes import JobJson
-from storage_service.openapi import errors_of, path_id
+from storage_service.openapi import Shape, errors_of, path_id
 from storage_service.pagination import CursorPagination
 from storage_service.shapes import Data
 
@@ -34,7 +34,7 @@ class JobViewSet(viewsets.GenericViewSet):
         extensions=scope("files:read"),
         tags=["jobs"],
         summary="List jobs, newest first (keyset pages)",
-        responses={200: JobJson},
+        responses={200: Shape(JobJson)},
     )
     def list(self, request: Request) -> Response:
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
@@ -46,7 +46,7 @@ class JobViewSet(viewsets.GenericViewSet):
         tags=["jobs"],
         summary="Get a job: its status and progress",
         parameters=[JOB_ID],
-        responses={200: Data[JobJson], **errors_of("JOB_NOT_FOUND")},
+        responses={200: Shape(Data[JobJson]), **errors_of("JOB_NOT_FOUND")},
     )
     def retrieve(self, request: Request, job_id: str) -> Response:
         job = selectors.job_get(tenant=tenant_of(request), job_id=job_id)

@@ -17,11 +17,13 @@ from django.core.exceptions import (
     TooManyFieldsSent,
     TooManyFilesSent,
 )
-from django.db import DatabaseError, InterfaceError, OperationalError
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.db import DatabaseError
+from django.http import Http404
 from django.http.multipartparser import MultiPartParserError
 from rest_framework import exceptions as drf_exceptions
 from rest_framework.response import Response
+
+from storage_service.dberrors import is_unavailable, sqlstate
 
 logger = logging.getLogger(__name__)
 
@@ -404,55 +406,6 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     return Response(internal_error_body(request_id), status=500)
 
 
-# --- Which database errors mean "retry shortly" --------------------------------------------
-
-# SQLSTATEs (PostgreSQL Appendix A) after which the same request can succeed on a retry: the
-# server is going away or not there yet, out of connections or of resources, or this
-# transaction lost a race (serialization failure, deadlock) or its time budget.
-_RETRYABLE_SQLSTATES = frozenset(
-    {
-        "40001",  # serialization_failure
-        "40P01",  # deadlock_detected
-        "55P03",  # lock_not_available (lock_timeout)
-        "57014",  # query_canceled (statement_timeout)
-        "57P01",  # admin_shutdown
-        "57P02",  # crash_shutdown
-        "57P03",  # cannot_connect_now (starting up, recovering)
-        "57P04",  # database_dropped
-        "58000",  # system_error (I/O)
-        "58030",  # io_error
-    }
-)
-# Whole classes: 08 connection exception, 53 insufficient resources (too many connections,
-# out of memory, disk full).
-_RETRYABLE_CLASSES = ("08", "53")
-
-
-def sqlstate(exc: BaseException) -> str | None:
-    """The SQLSTATE psycopg received with the error, if the server sent one."""
-    cause: BaseException | None = exc
-    while cause is not None:
-        code = getattr(cause, "sqlstate", None)
-        if isinstance(code, str) and code:
-            return code
-        cause = cause.__cause__
-    return None
-
-
-def is_unavailable(exc: DatabaseError) -> bool:
-    """True for connection-class errors only: the service may answer 503 with Retry-After.
-
-    An error without a SQLSTATE came from the client library, not the server: the connection
-    was lost, refused or timed out (psycopg's OperationalError) or is already closed
-    (InterfaceError). Everything the server itself refused for another reason (a value too
-    long for an index, a bad cast, a missing table) is not cured by a retry.
-    """
-    code = sqlstate(exc)
-    if code is None:
-        return isinstance(exc, OperationalError | InterfaceError)
-    return code in _RETRYABLE_SQLSTATES or code.startswith(_RETRYABLE_CLASSES)
-
-
 def internal_error_body(request_id: str) -> ErrorJson:
     return error_body(
         "INTERNAL_ERROR",
@@ -509,39 +462,8 @@ def request_limit_refusal(exc: Exception, part: str | None = None) -> ApiError:
     )
 
 
-# --- Django's own error views (errors raised outside DRF views) ----------------------------
-
-
-def json_error(request: HttpRequest, status: int, code: str, message: str) -> HttpResponse:
-    return JsonResponse(error_body(code, message), status=status)
-
-
-def handler400(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
-    if isinstance(exception, REQUEST_LIMIT_ERRORS):
-        refusal = request_limit_refusal(exception)
-        return JsonResponse(refusal.body(), status=refusal.status)
-    return json_error(request, 400, "VALIDATION_ERROR", "Bad request.")
-
-
-def handler403(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
-    return json_error(request, 403, "FORBIDDEN", "Permission denied.")
-
-
-def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
-    return json_error(request, 403, "FORBIDDEN", "CSRF verification failed.")
-
-
-def handler404(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
-    return json_error(request, 404, "NOT_FOUND", "No such route.")
-
-
 def database_unavailable() -> Response:
     error = ServiceUnavailable("The service's database is not answering; retry shortly.")
     response = Response(error.body(), status=error.status)
     response["Retry-After"] = "1"
     return response
-
-
-def handler500(request: HttpRequest) -> HttpResponse:
-    request_id = str(getattr(request, "request_id", "-"))
-    return JsonResponse(internal_error_body(request_id), status=500)

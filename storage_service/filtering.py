@@ -2,7 +2,7 @@
 
 Each filter is a ``CleanedFilter``: one clean function (files/validation.py style) checks the
 query parameter's value, gives the value the filter applies, and states the parameter's JSON
-Schema for the OpenAPI document (storage_service/openapi.py), so the rule and its
+Schema for the OpenAPI document (storage_service/openapi/), so the rule and its
 documentation cannot drift. A refused value is the usual 400 ``VALIDATION_ERROR`` with the
 rule's message under the parameter's name.
 """

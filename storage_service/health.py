@@ -23,7 +23,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from storage_service import objectstore
-from storage_service.errors import error_body, json_error
+from storage_service.errors import error_body
+from storage_service.errorviews import json_error
 
 logger = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
 
-from storage_service.errors import json_error
+from storage_service.errorviews import json_error
 
 LINKS = (
     ("/docs", "API reference", "the OpenAPI document, browsable (Swagger UI)"),

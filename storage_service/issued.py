@@ -25,7 +25,7 @@ from django.db.models import QuerySet
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 
-from storage_service.openapi import errors_of
+from storage_service.openapi import Shape, errors_of, is_shape
 
 ResourceT = TypeVar("ResourceT")
 
@@ -70,6 +70,12 @@ class IssuedResourceViews(Generic[ResourceT]):
 Decorator = Callable[[Any], Any]
 
 
+def declared(answer: Any) -> Any:
+    """An answer as ``responses=`` takes it: a bare shape wrapped in ``Shape`` (what
+    drf-spectacular's extension matches), a ``Links`` or other response as it is."""
+    return Shape(answer) if is_shape(answer) else answer
+
+
 @dataclass(frozen=True)
 class IssuedResourceSchema:
     """The shared parts of the four operations' ``@extend_schema``; each call takes what is
@@ -89,13 +95,16 @@ class IssuedResourceSchema:
             extensions=self.write,
             summary=summary,
             request=request,
-            responses={201: created, **errors_of(*errors)},
+            responses={201: declared(created), **errors_of(*errors)},
             **more,
         )
 
     def list(self, *, summary: str, listed: Any) -> Decorator:
         return extend_schema(
-            tags=[self.tag], extensions=self.read, summary=summary, responses={200: listed}
+            tags=[self.tag],
+            extensions=self.read,
+            summary=summary,
+            responses={200: declared(listed)},
         )
 
     def retrieve(self, *, summary: str, found: Any) -> Decorator:
@@ -120,6 +129,6 @@ class IssuedResourceSchema:
             extensions=extensions,
             summary=summary,
             parameters=[self.id_parameter],
-            responses={status: answer, **errors_of(self.not_found, *errors)},
+            responses={status: declared(answer), **errors_of(self.not_found, *errors)},
             **more,
         )

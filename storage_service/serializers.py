@@ -2,7 +2,7 @@
 
 Every input field is a ``CleanedField`` whose ``clean`` function both enforces the rule and,
 through ``with_schema``, states it as JSON Schema: the OpenAPI document reads the statement
-from the function that enforces it (storage_service/openapi.py), so the two cannot drift.
+from the function that enforces it (storage_service/openapi/), so the two cannot drift.
 """
 
 from __future__ import annotations

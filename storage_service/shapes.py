@@ -1,14 +1,12 @@
 """The envelopes every app's responses share, and the shared field types.
 
-Each app's own objects are TypedDicts in its ``shapes.py``; see storage_service/openapi.py for
+Each app's own objects are TypedDicts in its ``shapes.py``; see storage_service/openapi/ for
 how one definition becomes the response, the type check and the document.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Generic, TypedDict, TypeVar
-
-from drf_spectacular.utils import extend_schema_serializer
 
 from storage_service.openapi import JsonSchema
 
@@ -30,12 +28,6 @@ class Data(TypedDict, Generic[T]):
     """The contract's ``{"data": ...}`` envelope."""
 
     data: T
-
-
-# One object: drf-spectacular's list mechanics (an array, a paginator's envelope) are never
-# applied to it, even as the answer of a ``list`` action (the webhooks list answers
-# ``Data[list[WebhookJson]]``, unpaginated).
-extend_schema_serializer(many=False)(Data)
 
 
 class PaginationJson(TypedDict):

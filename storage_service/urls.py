@@ -16,7 +16,7 @@ from events.views import EventViewSet
 from files.folderviews import FolderOperationViewSet
 from files.views import FileBatchViewSet, FileViewSet, FolderViewSet
 from jobs.views import JobViewSet
-from storage_service.errors import handler404 as handler404_view
+from storage_service.errorviews import handler404 as handler404_view
 from storage_service.health import healthz, readyz
 from storage_service.home import home
 from uploads.tokenviews import UploadTokenViewSet
@@ -105,7 +105,7 @@ def not_found(request: HttpRequest, rest: str = "") -> HttpResponse:
 urlpatterns.append(re_path(r"^(?P<rest>v1/.*)$", csrf_exempt(not_found)))
 urlpatterns.append(re_path(r"^(?P<rest>.*)$", not_found))
 
-handler400 = "storage_service.errors.handler400"
-handler403 = "storage_service.errors.handler403"
-handler404 = "storage_service.errors.handler404"
-handler500 = "storage_service.errors.handler500"
+handler400 = "storage_service.errorviews.handler400"
+handler403 = "storage_service.errorviews.handler403"
+handler404 = "storage_service.errorviews.handler404"
+handler500 = "storage_service.errorviews.handler500"

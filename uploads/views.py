@@ -18,7 +18,7 @@ from storage_service.idempotency import (
     idempotency_key,
     request_fingerprint,
 )
-from storage_service.openapi import Links, each, errors_of, path_id
+from storage_service.openapi import Links, Shape, each, errors_of, path_id
 from storage_service.serializers import validated
 from storage_service.shapes import Data
 from uploads import services
@@ -99,7 +99,7 @@ class MultipartUploadViewSet(viewsets.ViewSet):
         summary="Fresh presigned PUT URLs for some parts of an active upload",
         parameters=[UPLOAD_ID],
         request=SignPartsRequest,
-        responses={200: Data[SignedPartsJson], **errors_of(*NOT_FOUND, "UPLOAD_NOT_ACTIVE")},
+        responses={200: Shape(Data[SignedPartsJson]), **errors_of(*NOT_FOUND, "UPLOAD_NOT_ACTIVE")},
     )
     def sign_parts(self, request: Request, upload_id: str) -> Response:
         body = validated(SignPartsRequest, request.data)
@@ -116,7 +116,7 @@ class MultipartUploadViewSet(viewsets.ViewSet):
         summary="The parts the store holds for an active upload, in part order",
         parameters=[UPLOAD_ID],
         responses={
-            200: Data[HeldPartsJson],
+            200: Shape(Data[HeldPartsJson]),
             **errors_of(*NOT_FOUND, "UPLOAD_NOT_ACTIVE", "STORAGE_UNAVAILABLE"),
         },
     )
@@ -168,7 +168,7 @@ class MultipartUploadViewSet(viewsets.ViewSet):
         "`UPLOAD_NOT_ACTIVE`; delete the file instead).",
         parameters=[UPLOAD_ID],
         responses={
-            200: Data[UploadAbortedJson],
+            200: Shape(Data[UploadAbortedJson]),
             **errors_of(*NOT_FOUND, "UPLOAD_NOT_ACTIVE", "STORAGE_UNAVAILABLE"),
         },
     )

@@ -14,7 +14,7 @@ from files.openapi import FILE_ID
 from files.selectors import file_get
 from files.serializers import DownloadUrlRequest, download_url_json
 from files.shapes import DownloadUrlJson
-from storage_service.openapi import Links, errors_of, path_id
+from storage_service.openapi import Links, Shape, errors_of, path_id
 from storage_service.pagination import CursorPagination
 from storage_service.serializers import validated
 from storage_service.shapes import Data
@@ -81,7 +81,7 @@ class VariantViewSet(viewsets.GenericViewSet):
         tags=["variants"],
         summary="A file's variants, every version's, oldest first (keyset pages)",
         parameters=[FILE_ID],
-        responses={200: VariantJson, **errors_of(*NOT_FOUND)},
+        responses={200: Shape(VariantJson), **errors_of(*NOT_FOUND)},
     )
     def list(self, request: Request, file_id: str) -> Response:
         # The query's refusals (400) come before the file's (404), as a body's do elsewhere.
@@ -100,7 +100,7 @@ class VariantViewSet(viewsets.GenericViewSet):
         parameters=[FILE_ID, VARIANT_ID],
         request=DownloadUrlRequest,
         responses={
-            200: DownloadUrlJson,
+            200: Shape(DownloadUrlJson),
             **errors_of(*NOT_FOUND, "VARIANT_NOT_FOUND", "VARIANT_NOT_READY"),
         },
     )

@@ -1,5 +1,5 @@
 """What the webhook endpoints answer, and the request every delivery makes (see
-storage_service/openapi.py); the event envelope it carries is events/shapes.py's."""
+storage_service/openapi/); the event envelope it carries is events/shapes.py's."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Annotated, Literal, TypedDict
 from drf_spectacular.utils import OpenApiResponse, OpenApiWebhook, extend_schema
 
 from events.shapes import EventEnvelopeJson, EventId, EventType
-from storage_service.openapi import JsonSchema, id_schema
+from storage_service.openapi import JsonSchema, Shape, id_schema
 from storage_service.shapes import Timestamp
 
 WebhookId = Annotated[str, id_schema("wh")]
@@ -108,7 +108,7 @@ EVENT_WEBHOOK = OpenApiWebhook(
         "answer 2xx within 10 seconds. Any other answer, or none, is retried after 1 s, 5 s, "
         "30 s and 2 min (`SERVICE_WEBHOOK_RETRY_DELAYS_MS`), then the delivery is `FAILED`.",
         auth=[],
-        request=EventEnvelopeJson,
+        request=Shape(EventEnvelopeJson),
         responses={200: OpenApiResponse(description="Any 2xx acknowledges the event.")},
     ),
 )

@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from accounts.context import tenant_of
 from accounts.scopes import scope
 from storage_service.issued import IssuedResourceSchema, IssuedResourceViews
-from storage_service.openapi import Links, each, errors_of, path_id
+from storage_service.openapi import Links, Shape, each, errors_of, path_id
 from storage_service.pagination import CursorPagination
 from storage_service.serializers import EmptyRequest, validated
 from storage_service.shapes import Data
@@ -126,7 +126,7 @@ class WebhookViewSet(IssuedResourceViews[Endpoint], viewsets.ViewSet):
         parameters=[WEBHOOK_ID, DELIVERY_ID],
         request=EmptyRequest,
         responses={
-            202: Data[DeliveryJson],
+            202: Shape(Data[DeliveryJson]),
             **errors_of(*NOT_FOUND, "DELIVERY_NOT_FOUND", "DELIVERY_ALREADY_DELIVERED"),
         },
     )
@@ -151,7 +151,7 @@ class WebhookViewSet(IssuedResourceViews[Endpoint], viewsets.ViewSet):
         "turn is skipped.",
         parameters=[WEBHOOK_ID],
         request=ReplayRequest,
-        responses={202: Data[ReplayJson], **errors_of(*NOT_FOUND)},
+        responses={202: Shape(Data[ReplayJson]), **errors_of(*NOT_FOUND)},
     )
     def replay(self, request: Request, webhook_id: str) -> Response:
         body = validated(ReplayRequest, request.data)

@@ -4,13 +4,11 @@ signed with. The gateway (storage_service.objectstore) is its only user."""
 
 from __future__ import annotations
 
-import weakref
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, cast
 
 import boto3
 from botocore.credentials import Credentials
-from botocore.regions import EndpointResolverBuiltins
 from django.core.exceptions import ImproperlyConfigured
 from storages.backends.s3 import S3Storage
 
@@ -19,18 +17,16 @@ from storage_service import sigv4
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
-SDK_ENDPOINT = EndpointResolverBuiltins.SDK_ENDPOINT.value
-# The handler's id for botocore's event system: registering it again on a client is a no-op.
-PUBLIC_ENDPOINT_HANDLER = "storage-service-public-endpoint"
-
 
 class FileStorage(S3Storage):
     """django-storages' S3Storage, plus the public endpoint and the signing credentials.
 
     The service may reach the store at one address (a private network) and clients at another
     (a public host name). A presigned URL is only valid for the host it was signed for, so
-    presigned requests are resolved against ``public_endpoint_url`` while every call the
-    service makes goes to ``endpoint_url``, all through the one client. django-storages' own
+    presigned URLs come from a second storage of the same options addressed at
+    ``public_endpoint_url`` (its boto3 clients have the same credentials, region, addressing
+    style and config; botocore derives scheme, port and bucket addressing from the endpoint),
+    while every call the service makes goes to ``endpoint_url``. django-storages' own
     ``custom_domain`` is no help here: it rewrites the host of an unsigned URL (its only signer
     is CloudFront's), which an S3 store refuses.
     """
@@ -40,38 +36,29 @@ class FileStorage(S3Storage):
         return {**super().get_default_settings(), "public_endpoint_url": None}
 
     @cached_property
-    def _public_endpoint_clients(self) -> weakref.WeakSet[Any]:
-        # The clients (one per thread and kind, django-storages') already resolving
-        # presigned requests against the public endpoint.
-        return weakref.WeakSet()
+    def public(self) -> FileStorage:
+        """The storage presigned URLs are made by: this one when clients reach the store where
+        the service does, else the same options addressed at the public endpoint. Made once;
+        django-storages gives it a client per thread, as it does this one."""
+        if not self.public_endpoint_url or self.public_endpoint_url == self.endpoint_url:
+            return self
+        options = {name: getattr(self, name) for name in self.get_default_settings()}
+        return FileStorage(
+            **{**options, "endpoint_url": self.public_endpoint_url, "public_endpoint_url": None},
+            cloudfront_signer=self.cloudfront_signer,
+        )
 
-    def _for_public_endpoint(self, connection: Any) -> Any:
-        client = connection.meta.client
-        public = self.public_endpoint_url
-        if public and public != self.endpoint_url and client not in self._public_endpoint_clients:
-            client.meta.events.register(
-                "before-endpoint-resolution.s3",
-                self._presign_for_public_endpoint,
-                unique_id=PUBLIC_ENDPOINT_HANDLER,
-            )
-            self._public_endpoint_clients.add(client)
-        return connection
-
-    @property
-    def connection(self) -> Any:
-        return self._for_public_endpoint(super().connection)
-
-    @property
-    def unsigned_connection(self) -> Any:
-        return self._for_public_endpoint(super().unsigned_connection)
-
-    def _presign_for_public_endpoint(
-        self, builtins: dict[str, Any], context: dict[str, Any], **kwargs: Any
-    ) -> None:
-        # botocore resolves each request's URL from these builtins, presigned ones included
-        # (marked in their context); the scheme, port and addressing style follow from it.
-        if context.get("is_presign_request"):
-            builtins[SDK_ENDPOINT] = self.public_endpoint_url
+    def url(
+        self,
+        name: str,
+        parameters: dict[str, Any] | None = None,
+        expire: int | None = None,
+        http_method: str | None = None,
+    ) -> str:
+        """A presigned GET (django-storages' url()) valid at the public endpoint."""
+        if self.public is self:
+            return str(super().url(name, parameters, expire, http_method))
+        return self.public.url(name, parameters, expire, http_method)
 
     @property
     def client(self) -> S3Client:
@@ -109,7 +96,7 @@ class FileStorage(S3Storage):
         URL of an object minus its key (scheme, host, port and addressing style exactly as
         botocore builds them for any endpoint and bucket), the region and the credentials."""
         probe = "k"
-        url = self.unsigned_connection.meta.client.generate_presigned_url(
+        url = self.public.unsigned_connection.meta.client.generate_presigned_url(
             "get_object", Params={"Bucket": self.bucket_name, "Key": probe}, ExpiresIn=60
         )
         base = url.split("?", 1)[0]

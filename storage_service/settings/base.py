@@ -7,103 +7,21 @@ Profiles: ``dev`` (local development, ``make run`` and ``manage.py``), ``test`` 
 from __future__ import annotations
 
 from pathlib import Path
-from urllib.parse import parse_qs, unquote, urlparse
+from typing import Any
 
-from typing import Any, Literal, cast
-
-from boto3.s3.transfer import TransferConfig
-from botocore.config import Config
 from django.core.exceptions import ImproperlyConfigured
 
 from storage_service.env import env_bool, env_int, env_int_list, env_list, env_str
+
+# Each module's settings (its __all__) are settings of every profile.
+from storage_service.settings.database import *
+from storage_service.settings.database import database_from_url, with_session_timeouts
+from storage_service.settings.storage import *
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
 GIB = 1024**3
 TIB = 1024**4
-
-
-# How the service reaches PostgreSQL: "direct" (or a session-mode pooler), or "transaction"
-# for PgBouncer in transaction pooling mode, where consecutive transactions of one Django
-# connection may run on different server sessions (docs/operations.md, "Connection pooling").
-DATABASE_POOLING = env_str("DATABASE_POOLING", "direct")
-if DATABASE_POOLING not in {"direct", "transaction"}:
-    raise ImproperlyConfigured(
-        f"DATABASE_POOLING must be direct or transaction, got {DATABASE_POOLING!r}"
-    )
-
-
-def _split_hosts(hostlist: str) -> tuple[str, str]:
-    """libpq's ``host1:port1,host2:port2`` as its ``host`` and ``port`` lists (an empty port
-    is the default one); ``[::1]:5432`` for IPv6."""
-    hosts: list[str] = []
-    ports: list[str] = []
-    for item in hostlist.split(","):
-        host, port = item, ""
-        if item.startswith("["):
-            host, _, rest = item[1:].partition("]")
-            port = rest.removeprefix(":")
-        elif ":" in item:
-            host, _, port = item.rpartition(":")
-        if port and not port.isdigit():
-            raise ImproperlyConfigured(f"DATABASE_URL has a bad port {port!r}")
-        hosts.append(unquote(host))
-        ports.append(port)
-    return ",".join(hosts), ",".join(ports) if any(ports) else ""
-
-
-def database_from_url(url: str) -> dict[str, object]:
-    """Django DATABASES entry from ``postgres://user:pass@host:port/name?sslmode=...``.
-
-    A host starting with ``/`` (or ``%2F``) is a unix-socket directory, which is how the
-    embedded PostgreSQL fallback answers. Several hosts (``h1:5432,h2:5432``) are tried in
-    turn by libpq; with ``?target_session_attrs=read-write`` it keeps the one that accepts
-    writes, which is how the service finds the new primary after a failover.
-    """
-    parsed = urlparse(url)
-    if parsed.scheme not in {"postgres", "postgresql"}:
-        raise ImproperlyConfigured(f"DATABASE_URL must be a postgres:// URL, got {url!r}")
-    name = unquote(parsed.path.lstrip("/"))
-    if not name:
-        raise ImproperlyConfigured("DATABASE_URL must name a database")
-    query = {key: values[-1] for key, values in parse_qs(parsed.query).items()}
-    userinfo, _, hostlist = parsed.netloc.rpartition("@")
-    user, _, password = userinfo.partition(":")
-    host, port = _split_hosts(hostlist) if hostlist else ("", "")
-    if "host" in query:
-        host = query.pop("host")
-    options: dict[str, object] = dict(query)
-    # Without it a connect to an unreachable host waits for the kernel's TCP timeout (minutes);
-    # the API would hang instead of answering 503 while PostgreSQL is away.
-    options.setdefault("connect_timeout", env_int("DATABASE_CONNECT_TIMEOUT", 5, minimum=1))
-    # Parameters bound by the server, and a statement run this many times on a connection
-    # prepared (parsed and planned once): every request runs the same few statements. A
-    # named prepared statement lives in one server session, so a transaction-mode pooler
-    # turns preparing off (an unnamed statement of the extended protocol is fine there).
-    options.setdefault("server_side_binding", True)
-    threshold = env_int("DATABASE_PREPARE_THRESHOLD", 2, minimum=0)
-    if DATABASE_POOLING == "transaction":
-        threshold = 0
-    options.setdefault("prepare_threshold", threshold or None)
-    return {
-        "ENGINE": "django.db.backends.postgresql",
-        "NAME": name,
-        "USER": unquote(user),
-        "PASSWORD": unquote(password),
-        "HOST": host,
-        "PORT": port,
-        # Persistent connections: the API answers most requests with two or three queries, so
-        # a fresh connection per request would dominate latency.
-        "CONN_MAX_AGE": env_int("DATABASE_CONN_MAX_AGE", 60, minimum=0),
-        # A reused connection is checked (Django's SELECT 1) before a request's first query,
-        # so one that PostgreSQL closed (a restart, a failover) is replaced instead of
-        # failing the request.
-        "CONN_HEALTH_CHECKS": True,
-        # A server-side cursor (QuerySet.iterator() outside a transaction) outlives the
-        # transaction that declared it, so it would be lost on the next pooled session.
-        "DISABLE_SERVER_SIDE_CURSORS": DATABASE_POOLING == "transaction",
-        "OPTIONS": options,
-    }
 
 
 DEBUG = False
@@ -156,7 +74,7 @@ MIDDLEWARE = [
 ROOT_URLCONF = "storage_service.urls"
 # A refused CSRF check answers the one error body too (the API's views are exempt; the admin
 # and the probes are not).
-CSRF_FAILURE_VIEW = "storage_service.errors.csrf_failure"
+CSRF_FAILURE_VIEW = "storage_service.errorviews.csrf_failure"
 WSGI_APPLICATION = "storage_service.wsgi.application"
 APPEND_SLASH = False
 
@@ -177,7 +95,7 @@ TEMPLATES = [
 ]
 
 DATABASE_URL = env_str("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/storage_service")
-DATABASES = {"default": database_from_url(DATABASE_URL)}
+DATABASES = {"default": with_session_timeouts(database_from_url(DATABASE_URL))}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -197,74 +115,15 @@ STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "var" / "static"
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns on a missing root
 STORAGES: dict[str, dict[str, Any]] = {
-    # "files", the object store, is added by each profile (object_store() below, with the
-    # profile's credentials). No "default": code that reached for default_storage would fail
-    # loudly rather than write to an API host's disk.
+    # "files", the object store, is added by each profile (object_store() of
+    # settings/storage.py, with the profile's credentials). No "default": code that reached for
+    # default_storage would fail loudly rather than write to an API host's disk.
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 # Finds assets in the apps directly, so no collectstatic step is needed to run.
 WHITENOISE_USE_FINDERS = True
 # Benchmarks compare the API with a bare view in the same server; off unless asked for.
 SERVICE_BENCH_ROUTES = env_bool("SERVICE_BENCH_ROUTES", False)
-
-# --- Object store ------------------------------------------------------------------------
-# Read here, used only in object_store() below: STORAGES["files"] is the one configuration.
-_STORE_ENDPOINT_URL = env_str("AWS_S3_ENDPOINT_URL", "") or None
-# Where clients reach the store, when that differs from where the service reaches it (a
-# store on a private network behind a public hostname). Presigned URLs are signed for it.
-_STORE_PUBLIC_ENDPOINT_URL = env_str("AWS_S3_PUBLIC_ENDPOINT_URL", "") or _STORE_ENDPOINT_URL
-_STORE_REGION = env_str("AWS_S3_REGION_NAME", "us-east-1")
-_addressing_style = env_str("AWS_S3_ADDRESSING_STYLE", "path")
-if _addressing_style not in {"path", "virtual", "auto"}:
-    raise ImproperlyConfigured("AWS_S3_ADDRESSING_STYLE must be path, virtual or auto")
-_STORE_ADDRESSING_STYLE = cast(Literal["path", "virtual", "auto"], _addressing_style)
-_STORE_BUCKET = env_str("AWS_STORAGE_BUCKET_NAME", "storage")
-
-
-def object_store(
-    *,
-    access_key: str | None = None,
-    secret_key: str | None = None,
-    session_token: str | None = None,
-) -> dict[str, Any]:
-    """STORAGES["files"]: the object store, as django-storages' S3Storage (with the public
-    endpoint presigned URLs are signed for: storage_service/objectstore/storage.py).
-
-    With no keys, botocore's default chain finds the credentials (the AWS_* variables, a
-    profile, web identity, the container's or instance's role, SSO) and refreshes temporary
-    ones; every option is given here, so django-storages reads no credentials of its own.
-    """
-    return {
-        "BACKEND": "storage_service.objectstore.storage.FileStorage",
-        "OPTIONS": {
-            "bucket_name": _STORE_BUCKET,
-            "endpoint_url": _STORE_ENDPOINT_URL,
-            "public_endpoint_url": _STORE_PUBLIC_ENDPOINT_URL,
-            "region_name": _STORE_REGION,
-            "access_key": access_key,
-            "secret_key": secret_key,
-            "security_token": session_token,
-            "session_profile": None,
-            # Every call ends within the API's own budget ("Locks and timeouts" below):
-            # botocore's defaults (3 attempts of up to 60 s reads) outlast the API's request
-            # timeout, so a hung store would kill the worker instead of answering 503.
-            "client_config": Config(
-                signature_version="s3v4",
-                s3={"addressing_style": _STORE_ADDRESSING_STYLE},
-                # total_max_attempts counts the first attempt; botocore's max_attempts does not.
-                retries={"total_max_attempts": SERVICE_STORE_MAX_ATTEMPTS, "mode": "standard"},
-                connect_timeout=SERVICE_STORE_CONNECT_TIMEOUT_SECONDS,
-                read_timeout=SERVICE_STORE_READ_TIMEOUT_SECONDS,
-                max_pool_connections=32,
-            ),
-            # The workers' writes run on their own thread, where a soft time limit reaches them.
-            "transfer_config": TransferConfig(use_threads=False),
-            # Keys are chosen by the service and never reused: a write never renames.
-            "file_overwrite": True,
-            "querystring_expire": 3600,
-        },
-    }
-
 
 # --- Product limits (each documented in the README) ----------------------------------------
 SERVICE_DELETE_GRACE_DAYS = env_int("SERVICE_DELETE_GRACE_DAYS", 7, minimum=0)
@@ -379,7 +238,7 @@ REST_FRAMEWORK = {
     # through its pagination_class (storage_service.pagination.CursorPagination).
     "DEFAULT_FILTER_BACKENDS": ["storage_service.filtering.FilterBackend"],
     "DEFAULT_THROTTLE_CLASSES": ["accounts.throttling.RequestRateThrottle"],
-    "DEFAULT_SCHEMA_CLASS": "storage_service.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "storage_service.openapi.autoschema.AutoSchema",
     "DEFAULT_METADATA_CLASS": "storage_service.options_metadata.OptionsMetadata",
 }
 SPECTACULAR_SETTINGS = {
@@ -408,7 +267,7 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_PATCH": False,
     # Enums stay where the shapes declare them (no generated "StatusEnum" components).
     "POSTPROCESSING_HOOKS": [
-        "storage_service.openapi.add_unversioned_paths",
+        "storage_service.openapi.autoschema.add_unversioned_paths",
         "delivery.openapi.add_delivery_path",
     ],
     "WEBHOOKS": ["webhooks.shapes.EVENT_WEBHOOK"],
@@ -524,14 +383,6 @@ CELERY_TASK_ROUTES["variants.tasks.process_variant"] = {"queue": SERVICE_TRANSFO
 # then ends its worker process (storage_service/serving.py, RequestTimeout), and its client gets
 # a dropped connection (a 502 behind a proxy) instead of the documented 503.
 API_TIMEOUT_SECONDS = env_int("API_TIMEOUT_SECONDS", 30, minimum=5)
-# One object-store call: connect, then each socket read, each attempt (botocore "standard"
-# retries, max_attempts counts the first). A store that accepts and never answers costs
-# SERVICE_STORE_MAX_ATTEMPTS x (connect + read) seconds, then 503 STORAGE_UNAVAILABLE.
-SERVICE_STORE_CONNECT_TIMEOUT_SECONDS = env_int(
-    "SERVICE_STORE_CONNECT_TIMEOUT_SECONDS", 3, minimum=1
-)
-SERVICE_STORE_READ_TIMEOUT_SECONDS = env_int("SERVICE_STORE_READ_TIMEOUT_SECONDS", 10, minimum=1)
-SERVICE_STORE_MAX_ATTEMPTS = env_int("SERVICE_STORE_MAX_ATTEMPTS", 2, minimum=1, maximum=10)
 STORE_CALL_BUDGET_SECONDS = SERVICE_STORE_MAX_ATTEMPTS * (
     SERVICE_STORE_CONNECT_TIMEOUT_SECONDS + SERVICE_STORE_READ_TIMEOUT_SECONDS
 )
@@ -540,29 +391,6 @@ if STORE_CALL_BUDGET_SECONDS >= API_TIMEOUT_SECONDS:
         f"One object-store call may take {STORE_CALL_BUDGET_SECONDS} s (attempts x (connect +"
         f" read)), not under API_TIMEOUT_SECONDS={API_TIMEOUT_SECONDS}: a store outage would"
         " kill workers instead of answering 503."
-    )
-# PostgreSQL cuts any statement running (or waiting for a lock) longer than this, and ends a
-# session left idle inside a transaction longer than that (its locks go with it). Both in
-# milliseconds; 0 turns one off (e.g. DATABASE_STATEMENT_TIMEOUT_MS=0 for a long migration).
-DATABASE_STATEMENT_TIMEOUT_MS = env_int("DATABASE_STATEMENT_TIMEOUT_MS", 15_000, minimum=0)
-DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS = env_int(
-    "DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS", 60_000, minimum=0
-)
-_db_options = DATABASES["default"]["OPTIONS"]
-assert isinstance(_db_options, dict)
-# Sent as startup options of each connection. PgBouncer refuses the ``options`` startup
-# parameter, and a setting of one server session would not follow the client to the next:
-# in transaction pooling the two timeouts are the role's (ALTER ROLE ... SET, applied to
-# every server session the pooler opens), as docs/operations.md shows.
-if DATABASE_POOLING == "direct":
-    _db_options["options"] = " ".join(
-        part
-        for part in (
-            str(_db_options.get("options", "")),
-            f"-c statement_timeout={DATABASE_STATEMENT_TIMEOUT_MS}",
-            f"-c idle_in_transaction_session_timeout={DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS}",
-        )
-        if part
     )
 
 

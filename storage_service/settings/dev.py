@@ -12,7 +12,7 @@ from storage_service.settings.paths import SERVICES_ENV_FILE
 load_env_file(SERVICES_ENV_FILE)
 
 from storage_service.settings.base import *
-from storage_service.settings.base import object_store
+from storage_service.settings.storage import object_store
 
 DEBUG = env_bool("SERVICE_DEBUG", True)
 SECRET_KEY = env_secret("SERVICE_SECRET_KEY", "dev-only-secret-key-not-for-production")

@@ -12,7 +12,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from storage_service.env import env_bool, env_int, env_list, env_secret, env_secret_file
 from storage_service.settings.base import *
-from storage_service.settings.base import object_store
+from storage_service.settings.storage import object_store
 
 DEBUG = False
 SECRET_KEY = env_secret("SERVICE_SECRET_KEY")

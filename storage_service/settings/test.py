@@ -20,7 +20,7 @@ os.environ["AWS_STORAGE_BUCKET_NAME"] = (
 )
 
 from storage_service.settings.base import *
-from storage_service.settings.base import object_store
+from storage_service.settings.storage import object_store
 from storage_service.env import env_bool, env_int_list, env_secret, env_str
 
 DEBUG = False

@@ -26,7 +26,7 @@ from storage_client import Client
 
 from files.models import File
 from jobs.tasks import run_job
-from storage_service.settings.base import database_from_url
+from storage_service.settings.database import database_from_url
 from tests.factories import Actor, make_actor
 from tests.js.conftest import JS, run_node
 from tests.proxy import TcpProxy

@@ -32,7 +32,7 @@ from schemathesis.specs.openapi.checks import (
 from events.services import event_record
 from files.shapes import FileJson
 from storage_service.errors import ErrorJson
-from storage_service.openapi import ShapeExtension
+from storage_service.openapi import Shape, ShapeExtension
 from storage_service.shapes import Data
 from tests.factories import Actor, png_bytes
 from tests.helpers import uploaded_file
@@ -129,12 +129,13 @@ def test_every_response_shape_is_a_closed_component_and_every_body_refuses_unkno
             assert target["additionalProperties"] is False, name
 
 
-def test_drf_spectacular_hands_every_shape_to_the_shape_extension() -> None:
-    # ShapeExtension is matched by its _matches, which drf-spectacular does not document: if
-    # an upgrade stops asking it, this names the cause before any component goes missing.
+def test_drf_spectacular_hands_every_declared_shape_to_the_shape_extension() -> None:
     for shape in (ErrorJson, FileJson, Data[FileJson], Data[list[WebhookJson]]):
-        assert isinstance(OpenApiSerializerExtension.get_match(shape), ShapeExtension), shape
+        assert isinstance(OpenApiSerializerExtension.get_match(Shape(shape)), ShapeExtension)
     assert OpenApiSerializerExtension.get_match({"type": "object"}) is None
+    # What is not a shape cannot be declared as one.
+    with pytest.raises(TypeError):
+        Shape({"type": "object"})
 
 
 def test_the_docs_page_is_served_with_its_own_assets() -> None:

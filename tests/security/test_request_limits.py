@@ -16,7 +16,8 @@ from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooMany
 from django.http.multipartparser import MultiPartParserError
 from django.test import RequestFactory
 
-from storage_service.errors import exception_handler, handler400
+from storage_service.errors import exception_handler
+from storage_service.errorviews import handler400
 from tests.factories import Actor, make_actor
 from tests.servers import serve_api
 
