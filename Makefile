@@ -16,10 +16,10 @@ DEVSERVICES := $(BIN)/python -m scripts.devservices
 PYTEST_ARGS ?=
 # `make test` runs the suite in this many pytest-xdist workers, each on a database, bucket,
 # queues and cache prefix of its own (storage_service/settings/test.py); whole modules go to one
-# worker, so a module's own server starts once. The long drills (marker `slow`) run in
-# `make test-slow`, one at a time.
+# worker, so a module's own server starts once, the longest modules first (tests/conftest.py).
+# The long drills (marker `slow`) run in `make test-slow`, one at a time.
 PYTEST_WORKERS ?= 2
-PYTEST_FAST := -n $(PYTEST_WORKERS) --dist loadfile -m "not slow and not one_process"
+PYTEST_FAST := -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not slow and not one_process"
 # Then, in one process, what pytest-xdist does not run (marker `one_process`); "no tests ran"
 # (status 5, PYTEST_ARGS chose none of them) is no failure.
 PYTEST_ONE := -m "one_process and not slow"

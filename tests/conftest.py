@@ -25,6 +25,59 @@ from variants import services as variants_services
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_pycollect_makeitem(
+    collector: pytest.Module | pytest.Class, name: str, obj: object
+) -> Iterator[Any]:
+    """A pytest-xdist worker never runs a ``one_process`` test (`make test` runs those in its
+    second, single-process pytest), so it does not build them: schemathesis makes each of its
+    per-operation items' coverage examples while collecting, about half of a worker's
+    collection, all of it deselected afterwards."""
+    made = yield
+    if not os.environ.get("PYTEST_XDIST_WORKER") or made is None:
+        return made
+    nodes = made if isinstance(made, list) else [made]
+    kept = [node for node in nodes if not _marked_one_process(node)]
+    return kept if isinstance(made, list) else (kept[0] if kept else None)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The longest modules first. `make test` hands whole modules to the pytest-xdist workers
+    in this order (``--dist loadfile --no-loadscope-reorder``); xdist's own order, most tests
+    first, would leave for last the modules of one or two long tests (the schemathesis run, a
+    worker killed mid-move), and one worker idle while the other runs them. Long is what a
+    module says of itself: a ``timeout`` mark above the suite's, then ``e2e`` (real workers,
+    servers of its own); then the most tests. Within a module the order stays pytest-django's,
+    and every worker computes the same order from the same collection."""
+    default_timeout = float(config.getini("timeout") or 0)
+    modules: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        modules.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+
+    def weight(module: list[pytest.Item]) -> tuple[float, bool, int]:
+        timeouts = [
+            float(mark.args[0])
+            for item in module
+            for mark in item.iter_markers("timeout")
+            if mark.args and isinstance(mark.args[0], int | float)
+        ]
+        longest = max([t for t in timeouts if t > default_timeout], default=0.0)
+        e2e = any(item.get_closest_marker("e2e") for item in module)
+        return (longest, e2e, len(module))
+
+    ordered = sorted(modules.values(), key=weight, reverse=True)
+    items[:] = [item for module in ordered for item in module]
+
+
+def _marked_one_process(node: object) -> bool:
+    if not isinstance(node, pytest.Item | pytest.Collector):
+        return False
+    # A Python node takes its function's marks when its object is first read.
+    getattr(node, "obj", None)
+    return node.get_closest_marker("one_process") is not None
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _test_bucket() -> Iterator[None]:
     """The suite's own bucket in the real object store (SeaweedFS under `make test`); under

@@ -3,8 +3,10 @@ burst never goes in front of everyone else's work.
 
 The requests go over real HTTP to a real API server (``serve_api``); the transforms
 run in real Celery workers (prefork, as `make run` starts them: time limits and the memory
-cap need it), against the real PostgreSQL, Redis and SeaweedFS. Each test's server and workers
-use queues of their own, so no other test's worker takes their messages. Where the store must
+cap need it), against the real PostgreSQL, Redis and SeaweedFS. A test whose server or worker
+needs settings of its own (limits, a store behind a proxy, no worker at all) starts them on
+queues of their own, so no other test's worker takes their messages; one that needs none uses
+the session's server and worker. Where the store must
 misbehave (hang, trickle, grow an object) a TCP proxy sits between the worker and SeaweedFS.
 """
 
@@ -24,6 +26,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -32,6 +35,7 @@ import redis
 import requests
 from django.conf import settings
 from django.test import override_settings
+from django.utils import timezone
 from PIL import Image
 
 from storage_service import objectstore
@@ -388,30 +392,31 @@ def test_sixteen_bit_samples_count_twice_against_the_pixel_cap(owner: Actor) -> 
 # --- Enlargement ------------------------------------------------------------------------------
 
 
-def test_a_tiny_image_is_never_enlarged_to_a_4096_pixel_avif(stack: Stack) -> None:
-    with stack.api() as base:
-        stack.worker()
-        client = client_for(base, "tiny")
-        file_id = client.upload(encode(Image.new("RGB", (1, 5), (200, 40, 40)), "PNG"))
-        cover = client.transform(file_id, width=4096, height=4096, format="avif")
-        inside = client.transform(file_id, width=4096, height=4096, fit="inside", format="avif")
-        assert cover.status_code == inside.status_code == 202
+def test_a_tiny_image_is_never_enlarged_to_a_4096_pixel_avif(
+    transactional_db: None, api_base: str, celery_worker: subprocess.Popen[bytes]
+) -> None:
+    # The session's server and worker: nothing here depends on a setting or on the pool.
+    client = client_for(api_base, "tiny")
+    file_id = client.upload(encode(Image.new("RGB", (1, 5), (200, 40, 40)), "PNG"))
+    cover = client.transform(file_id, width=4096, height=4096, format="avif")
+    inside = client.transform(file_id, width=4096, height=4096, fit="inside", format="avif")
+    assert cover.status_code == inside.status_code == 202
 
-        made_cover = client.finished(file_id, cover.json()["data"]["id"])
-        made_inside = client.finished(file_id, inside.json()["data"]["id"])
-        thumb = client.finished(file_id, client.thumbnail(file_id)["id"])
+    made_cover = client.finished(file_id, cover.json()["data"]["id"])
+    made_inside = client.finished(file_id, inside.json()["data"]["id"])
+    thumb = client.finished(file_id, client.thumbnail(file_id)["id"])
 
-        # The box is shrunk to the source's scale, keeping its shape: the answer says so.
-        assert made_cover["status"] == made_inside["status"] == thumb["status"] == "ready"
-        assert (made_cover["width"], made_cover["height"]) == (1, 1)
-        assert (made_inside["width"], made_inside["height"]) == (1, 5)
-        assert (thumb["width"], thumb["height"]) == (1, 5)
-        assert made_cover["params"]["width"] == 4096  # as requested
-        url = client.post(f"/files/{file_id}/variants/{made_cover['id']}/download-url", {}).json()[
-            "url"
-        ]
-        image = decoded(requests.get(url, timeout=30).content)
-        assert (image.format, image.size) == ("AVIF", (1, 1))
+    # The box is shrunk to the source's scale, keeping its shape: the answer says so.
+    assert made_cover["status"] == made_inside["status"] == thumb["status"] == "ready"
+    assert (made_cover["width"], made_cover["height"]) == (1, 1)
+    assert (made_inside["width"], made_inside["height"]) == (1, 5)
+    assert (thumb["width"], thumb["height"]) == (1, 5)
+    assert made_cover["params"]["width"] == 4096  # as requested
+    url = client.post(f"/files/{file_id}/variants/{made_cover['id']}/download-url", {}).json()[
+        "url"
+    ]
+    image = decoded(requests.get(url, timeout=30).content)
+    assert (image.format, image.size) == ("AVIF", (1, 1))
 
 
 # --- Variants per file version ----------------------------------------------------------------
@@ -478,17 +483,17 @@ def test_a_transform_past_its_time_limit_fails_and_is_never_sent_again(
         client = client_for(base, "slow")
         file_id = client.upload(encode(stripes((300, 100)), "PNG"))
         claimed = _claimed(file_id)
-        claimed_at = time.monotonic()
 
         failed = client.finished(file_id, claimed.id, timeout=30)
         assert failed["status"] == "failed"
         assert failed["failureReason"] == (
             f"Processing took longer than {limit} s, the most a variant may take."
         )
-        # Past the stale threshold of its claim, the sweep finds nothing to send again.
-        time.sleep(max(0.0, claimed_at + stale + 1 - time.monotonic()))
+        # Past the stale threshold of its claim, the sweep finds nothing to send again: the
+        # sweep's clock is moved past it rather than waited for.
+        past_the_threshold = timezone.now() + timedelta(seconds=stale + 1)
         with override_settings(SERVICE_VARIANT_STALE_SECONDS=stale):
-            assert variant_services.variants_requeue_stale() == 0
+            assert variant_services.variants_requeue_stale(now=past_the_threshold) == 0
         after = Variant.objects.get(id=claimed.id)
         assert (after.status, after.attempts) == ("failed", 1)
 

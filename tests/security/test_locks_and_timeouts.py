@@ -53,14 +53,16 @@ def hung_store() -> Iterator[str]:
         yield f"http://127.0.0.1:{server.getsockname()[1]}"
 
 
-# Short store timeouts, so each test waits out a budget of 2 x (1 + 3) = 8 s rather than the
-# defaults' 26 s; still long enough for the other requests made while one call waits.
+# Short store timeouts, so each test waits out a budget of 2 x (1 + 2) = 6 s rather than the
+# defaults' 26 s. The hung store accepts every connection, so each attempt waits its read
+# timeout: the call is still waiting (its second attempt) while the rename, sent 1.5 s in, is
+# answered.
 HUNG_STORE_TIMEOUTS = {
     "SERVICE_STORE_MAX_ATTEMPTS": "2",
     "SERVICE_STORE_CONNECT_TIMEOUT_SECONDS": "1",
-    "SERVICE_STORE_READ_TIMEOUT_SECONDS": "3",
+    "SERVICE_STORE_READ_TIMEOUT_SECONDS": "2",
 }
-HUNG_STORE_BUDGET_SECONDS = 2 * (1 + 3)
+HUNG_STORE_BUDGET_SECONDS = 2 * (1 + 2)
 
 
 @pytest.fixture(scope="module")

@@ -19,15 +19,14 @@ from django.test import RequestFactory
 from storage_service.errors import exception_handler
 from storage_service.errorviews import handler400
 from tests.factories import Actor, make_actor
-from tests.servers import serve_api
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture(scope="module")
-def api(django_db_setup: None) -> Iterator[str]:
-    with serve_api() as base_url:
-        yield base_url
+@pytest.fixture
+def api(api_base: str) -> str:
+    """The session's server: these limits are Django's defaults, which it runs with."""
+    return api_base
 
 
 @pytest.fixture
