@@ -3,7 +3,6 @@ one) and the request's limits (query-string encoding, body size)."""
 
 from __future__ import annotations
 
-import io
 import re
 import secrets
 from collections.abc import Callable
@@ -11,7 +10,6 @@ from urllib.parse import unquote_to_bytes
 
 from django.conf import settings
 from django.core.exceptions import TooManyFieldsSent
-from django.core.handlers.wsgi import LimitedStream
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from storage_service.errors import (
@@ -49,11 +47,9 @@ class RequestLimitsMiddleware:
     ``PAYLOAD_TOO_LARGE``, before anything reads or parses it.
 
     A declared ``Content-Length`` above the limit is refused without reading a byte. A body of
-    unknown length (``Transfer-Encoding: chunked``, which the server de-chunks) is read here in
-    small pieces and counted, so at most the limit plus one piece is ever held; if it fits, it
-    becomes the request's body with its real length. Django itself would read nothing of such
-    a body (its stream is limited to ``CONTENT_LENGTH``, absent here), so without this a
-    chunked JSON request would look empty.
+    unknown length (``Transfer-Encoding: chunked``) arrives here with the length that
+    ``storage_service.serving.ChunkedBody`` counted while reading it, at most the limit plus
+    one piece, so it is refused the same way.
 
     Then the query string is parsed here first, and so is a form body outside the API (the
     API's views read JSON only and answer a form 415; Django's own views, the admin and CSRF's
@@ -66,8 +62,6 @@ class RequestLimitsMiddleware:
 
     _FORMS = frozenset({"multipart/form-data", "application/x-www-form-urlencoded"})
     _API = "/v1/"
-
-    _PIECE = 64 * 1024
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -95,17 +89,6 @@ class RequestLimitsMiddleware:
                 return _refused(400, error_body("VALIDATION_ERROR", "Invalid Content-Length."))
             if length > limit:
                 return _too_large()
-        elif "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower():
-            environ = getattr(request, "environ", None)
-            stream = environ.get("wsgi.input") if environ else None
-            if stream is not None:
-                body = bytearray()
-                while piece := stream.read(self._PIECE):
-                    body += piece
-                    if len(body) > limit:
-                        return _too_large()
-                request.META["CONTENT_LENGTH"] = str(len(body))
-                request._stream = LimitedStream(io.BytesIO(bytes(body)), len(body))  # type: ignore[assignment]
         # Reading request.GET and request.POST is what makes Django parse them (once).
         try:
             request.GET.keys()

@@ -14,6 +14,7 @@ of a GET's CPU (docs/performance.md).
 from __future__ import annotations
 
 import argparse
+import io
 import logging
 import os
 import signal
@@ -110,6 +111,38 @@ class WithoutServerEnvironment:
         for name, value in inherited.items():
             if environ.get(name) == value:
                 del environ[name]
+        return self.application(environ, start_response)
+
+
+class ChunkedBody:
+    """Gives a body of unknown length (``Transfer-Encoding: chunked``, which the server
+    de-chunks) the ``CONTENT_LENGTH`` WSGI asks for, before Django builds the request: Django
+    reads a body only up to ``CONTENT_LENGTH``, so without it a chunked JSON request would
+    look empty.
+
+    The body is read in small pieces and counted, and at most ``limit`` plus one piece is held:
+    past the limit, what was read stands as the body with its length, so that
+    ``RequestLimitsMiddleware`` refuses it with the API's 413 (and closes the connection, so
+    the unread rest is never taken for a request). PEP 3333 lets a middleware replace
+    ``wsgi.input``."""
+
+    PIECE_BYTES = 64 * 1024
+
+    def __init__(self, application: WsgiApp, limit: int) -> None:
+        self.application = application
+        self.limit = limit
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        if (
+            not environ.get("CONTENT_LENGTH")
+            and "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower()
+        ):
+            stream = environ["wsgi.input"]
+            body = bytearray()
+            while len(body) <= self.limit and (piece := stream.read(self.PIECE_BYTES)):
+                body += piece
+            environ["wsgi.input"] = io.BytesIO(bytes(body))
+            environ["CONTENT_LENGTH"] = str(len(body))
         return self.application(environ, start_response)
 
 
