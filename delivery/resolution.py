@@ -20,11 +20,10 @@ from django.conf import settings
 from accounts.services import bandwidth_record
 from accounts.tenancy import Tenant
 from delivery import signing
-from delivery.models import DeliveryKey
 from delivery.secret import secret_of
+from delivery.selectors import resolution_rows
 from delivery.serializers import DELIVERY_FORMATS
 from files.models import File, FileVersion
-from files.selectors import file_get
 from storage_service import objectstore
 from storage_service.errors import (
     FileNotFound,
@@ -35,7 +34,6 @@ from storage_service.errors import (
     VariantFailed,
     VariantNotReady,
 )
-from storage_service.ids import looks_like_id
 from storage_service.serving import web_threads
 from variants import readiness
 from variants.imaging import FITS, FORMATS, MAX_DIMENSION, Params
@@ -124,27 +122,41 @@ def delivery_resolve(
     4. The store's URL, signed at the window's start so the same URL answers the same
        Location for the whole window; the target's size counted as bandwidth.
     """
-    key = _key(key_id)
-    if key is None or not signing.signature_matches(
-        secret_of(key_id=key.id, salt=key.salt), key_id, file_id, options_text, signature
-    ):
-        raise InvalidSignature("The URL's signature does not match, or its key was revoked.")
     try:
         options = signing.parse_options(options_text)
-    except signing.Malformed as exc:
-        raise InvalidSignature("The URL's options are not in the signed form.") from exc
+    except signing.Malformed:
+        options = None
+    rows = resolution_rows(
+        key_id=key_id,
+        file_id=file_id,
+        version=options.version if options else None,
+        label=_label_known_before_the_file(options, accept),
+    )
+    if rows is None or not signing.signature_matches(
+        secret_of(key_id=rows.key.id, salt=rows.key.salt),
+        key_id,
+        file_id,
+        options_text,
+        signature,
+    ):
+        raise InvalidSignature("The URL's signature does not match, or its key was revoked.")
+    if options is None:
+        raise InvalidSignature("The URL's options are not in the signed form.")
     now = time.time()
     if options.expires is not None and now >= options.expires:
         raise UrlExpired("The URL has expired.", details={"expiredAt": _iso(options.expires)})
+    key = rows.key
     _count(key.project_id)
     tenant = Tenant(project=key.project, mode=key.mode)
-    file = file_get(tenant=tenant, file_id=file_id)
+    file = rows.file
+    if file is None or file.status == File.Status.DELETED:
+        raise FileNotFound("No such file.")
     if file.status != File.Status.UPLOADED:
         raise FileNotFound("The file has no uploaded bytes.")
     vary_accept = options.format == "auto"
     if options.has_transform:
         started = time.monotonic()
-        variant = _variant(tenant, file, options, accept)
+        variant = rows.variant or _variant(tenant, file, options, accept)
         variant = _wait_for(variant, waited_ms or 0)
         if variant.status == VStatus.READY and waited_ms is not None:
             return Wait(waited_ms=None)
@@ -184,14 +196,20 @@ def _iso(unix: int) -> str:
     return datetime.fromtimestamp(unix, UTC).isoformat().replace("+00:00", "Z")
 
 
-def _key(key_id: str) -> DeliveryKey | None:
-    if not looks_like_id(key_id, "dk"):
+def _label_known_before_the_file(options: signing.Options | None, accept: str) -> str | None:
+    """The transform's variant label when it does not depend on the file (``format: auto``
+    picks JPEG or PNG by the source's type only when Accept lists neither AVIF nor WebP),
+    so the variant is read in the statement that reads the key and the file; None otherwise,
+    and then the variant is read once the file is known (an invalid transform is refused
+    there too, after the file's checks, as before)."""
+    if options is None or not options.has_transform:
         return None
-    return (
-        DeliveryKey.objects.select_related("project")
-        .filter(id=key_id, revoked_at__isnull=True)
-        .first()
-    )
+    if options.format == "auto" and auto_format(accept, None) not in ("avif", "webp"):
+        return None
+    try:
+        return transform_params(options, accept=accept, source_type=None).label
+    except ValidationError:
+        return None
 
 
 @lru_cache(maxsize=1)

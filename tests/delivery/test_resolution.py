@@ -275,6 +275,27 @@ def test_a_new_size_is_made_on_demand_as_transform_makes_it(owner: Actor) -> Non
     assert fetched.content[8:12] == b"WEBP"
 
 
+def test_a_ready_variant_resolves_in_one_lookup(
+    owner: Actor, django_assert_num_queries: Any
+) -> None:
+    """The key, the file and the variant are read by one statement; the other is the
+    redirect's bandwidth; also for format auto when Accept names a format."""
+    new_key(owner)
+    file = image(owner)
+    url = signed_url(owner, file["id"], transform={"width": 30})
+    auto = signed_url(owner, file["id"], transform={"width": 30, "format": "auto"})
+    resolve(url)
+    resolve(auto, Accept="image/webp")
+    process_pending()
+    with django_assert_num_queries(2):
+        answer = resolve(url)
+    assert answer.status_code == 302
+    with django_assert_num_queries(2):
+        answer = resolve(auto, Accept="image/webp,*/*")
+    assert (answer.status_code, answer["Vary"]) == (302, "Accept")
+    assert get_from(answer["Location"]).headers["Content-Type"] == "image/webp"
+
+
 @override_settings(SERVICE_DELIVERY_TRANSFORM_HOLD_MS=0, SERVICE_DELIVERY_TRANSFORM_WAIT_SECONDS=0)
 def test_a_variant_not_ready_in_time_answers_503(owner: Actor) -> None:
     new_key(owner)
