@@ -11,6 +11,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from django.test import Client, override_settings
 
+from accounts.bandwidth import bandwidth_fold
 from accounts.models import BandwidthUsage
 from delivery import signing
 from tests.factories import Actor, pdf_bytes, png_bytes
@@ -225,8 +226,16 @@ def test_each_redirect_counts_as_bandwidth(owner: Actor) -> None:
     url = signed_url(owner, file["id"])
     resolve(url)
     resolve(url)
+    # Counted in Redis by the redirect, in the day's row once folded (a beat task).
+    bandwidth_fold()
     usage = BandwidthUsage.objects.get(project=owner.project)
     assert (usage.bytes, usage.downloads) == (2 * len(data), 2)
+    assert owner.get("/v1/usage").json()["data"]["bandwidth"]["bytes"] == 2 * len(data)
+    resolve(url)
+    bandwidth_fold()
+    bandwidth_fold()  # nothing left to add
+    usage.refresh_from_db()
+    assert (usage.bytes, usage.downloads) == (3 * len(data), 3)
 
 
 @override_settings(SERVICE_DELIVERY_RATE_PER_MINUTE=2)
@@ -239,6 +248,10 @@ def test_the_projects_budget_answers_429(owner: Actor) -> None:
     assert refused, [a.status_code for a in answers]
     assert error_code(refused[0]) == "RATE_LIMITED"
     assert int(refused[0]["Retry-After"]) >= 1
+    # Only the redirects count as bandwidth, not the refused resolutions.
+    bandwidth_fold()
+    usage = BandwidthUsage.objects.get(project=owner.project)
+    assert usage.downloads == len(answers) - len(refused)
 
 
 # --- Images on demand ----------------------------------------------------------------------
@@ -275,11 +288,12 @@ def test_a_new_size_is_made_on_demand_as_transform_makes_it(owner: Actor) -> Non
     assert fetched.content[8:12] == b"WEBP"
 
 
+@override_settings(SERVICE_DELIVERY_TRANSFORM_HOLD_MS=0)
 def test_a_ready_variant_resolves_in_one_lookup(
     owner: Actor, django_assert_num_queries: Any
 ) -> None:
-    """The key, the file and the variant are read by one statement; the other is the
-    redirect's bandwidth; also for format auto when Accept names a format."""
+    """The key, the file and the variant are read by one statement, the only one: the
+    bandwidth is counted in Redis. Also for format auto when Accept names a format."""
     new_key(owner)
     file = image(owner)
     url = signed_url(owner, file["id"], transform={"width": 30})
@@ -287,10 +301,10 @@ def test_a_ready_variant_resolves_in_one_lookup(
     resolve(url)
     resolve(auto, Accept="image/webp")
     process_pending()
-    with django_assert_num_queries(2):
+    with django_assert_num_queries(1):
         answer = resolve(url)
     assert answer.status_code == 302
-    with django_assert_num_queries(2):
+    with django_assert_num_queries(1):
         answer = resolve(auto, Accept="image/webp,*/*")
     assert (answer.status_code, answer["Vary"]) == (302, "Accept")
     assert get_from(answer["Location"]).headers["Content-Type"] == "image/webp"
