@@ -26,13 +26,13 @@ from django.db import connection, transaction
 from accounts.models import BandwidthUsage, Project
 
 # Waiting counts; the one being folded.
-_PENDING = "bandwidth:pending"
-_FOLDING = "bandwidth:folding"
+PENDING = "bandwidth:pending"
+FOLDING = "bandwidth:folding"
 # Only one fold at a time (two would fold the same renamed hash twice).
 _FOLD_LOCK = "SELECT pg_try_advisory_xact_lock(hashtextextended('bandwidth-fold', 0))"
 
 
-def _key(name: str) -> str:
+def redis_key(name: str) -> str:
     prefix = settings.CACHES["default"].get("KEY_PREFIX", "storage")
     return f"{prefix}:{name}"
 
@@ -50,7 +50,7 @@ def count_in(
     """Add ``downloads`` of ``size`` bytes in all to today's (UTC) pending counts, in
     ``pipe`` (negative: taken back)."""
     field = f"{project_id}|{mode}|{datetime.now(UTC).date().isoformat()}"
-    pending = _key(_PENDING)
+    pending = redis_key(PENDING)
     pipe.hincrby(pending, f"{field}|bytes", size)
     pipe.hincrby(pending, f"{field}|downloads", downloads)
 
@@ -66,7 +66,7 @@ _FOLD_UPSERT = (
 def bandwidth_fold() -> int:
     """Add the pending counts to ``BandwidthUsage`` in one statement; how many tenant-days."""
     store = client()
-    pending, folding = _key(_PENDING), _key(_FOLDING)
+    pending, folding = redis_key(PENDING), redis_key(FOLDING)
     with transaction.atomic():
         with connection.cursor() as cursor:
             cursor.execute(_FOLD_LOCK)
