@@ -2,14 +2,16 @@
 directly (no network, no HTTP server), 3 x 2,000 requests timed, then 2,000 under cProfile.
 
     .venv/bin/python -m bench.profile_get [--requests 2000] [--top 25]
-        [--endpoint get|list|upload] [--instructions]
+        [--endpoint get|list|upload|resolve] [--instructions]
 
 Prints the mean wall time and CPU time (this process: Python, not PostgreSQL or Redis) per
 request (median and range of the 3 timed runs), the SQL statements one request sends, then the
 cumulative time per request of the parts named in docs/performance.md (key lookup, file
 query, rate-limit count, request log, rendering, middleware), and the top functions by their
 own time. cProfile's overhead inflates every figure by a similar factor: read the shares, not
-the absolute times, from the profile. Uses the bench database with a fresh project of its
+the absolute times, from the profile. ``resolve`` is a delivery URL of a ready variant
+(``GET /d/…``, a 302 to the store): it also lists the Redis commands and store calls one
+resolution makes. Uses the bench database with a fresh project of its
 own (api_throughput's: the list is 20 of a folder of 100), deleted afterwards.
 
 ``--instructions`` counts instead the CPU instructions this process spends per request
@@ -24,6 +26,7 @@ of ``operator.call`` in the process, and callgrind collects only inside that C f
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import io
 import operator
@@ -36,7 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from bench import _common as bench
@@ -56,6 +59,13 @@ PARTS = [
     ("psycopg execute (all SQL)", "django/db/backends/utils.py", "execute"),
     ("redis execute (all Redis)", "redis/client.py", "execute"),
     ("close_old_connections (request_finished)", "django/db/__init__.py", "close_old_connections"),
+    ("delivery: resolution", "delivery/resolution.py", "delivery_resolve"),
+    ("delivery: key, file and variant (SQL)", "delivery/selectors.py", "resolution_rows"),
+    ("delivery: signature check", "delivery/signing.py", "signature_matches"),
+    ("delivery: budget and bandwidth (Redis)", "delivery/resolution.py", "_count"),
+    ("delivery: presigned Location", "objectstore/__init__.py", "signed_get_url"),
+    ("delivery: bandwidth record", "accounts/services.py", "bandwidth_record"),
+    ("middleware: sessions", "django/contrib/sessions/middleware.py", "process_response"),
 ]
 
 
@@ -93,6 +103,89 @@ def wsgi_get(
         return int(status[0].split()[0])
 
     return one
+
+
+class RoundTrips:
+    def __init__(self) -> None:
+        self.redis: list[str] = []
+        self.store: list[str] = []
+
+
+@contextlib.contextmanager
+def round_trips() -> Iterator[RoundTrips]:
+    """Record the Redis commands of this process's database (Redis's own MONITOR, read in a
+    thread; MULTI and EXEC included) and the store's HTTP requests (botocore's
+    ``before-send`` event) made inside the block."""
+    import threading
+
+    import redis
+    from django.conf import settings
+
+    from storage_service import objectstore
+
+    trips = RoundTrips()
+    watched = redis.Redis.from_url(settings.REDIS_URL)
+    database = watched.connection_pool.connection_kwargs.get("db", 0)
+    stop = threading.Event()
+    ready = threading.Event()
+
+    def watch() -> None:
+        with watched.monitor() as monitor:
+            ready.set()
+            for seen in monitor.listen():
+                if stop.is_set() and seen["command"] == "PING":
+                    return
+                if seen["db"] == database and seen["command"] != "PING":
+                    trips.redis.append(seen["command"][:100])
+
+    def before_send(request: Any, **_: Any) -> None:
+        trips.store.append(f"{request.method} {request.url.split('?', 1)[0]}")
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    ready.wait(5)
+    time.sleep(0.2)
+    events = objectstore.client().meta.events
+    events.register("before-send.s3", before_send)
+    try:
+        yield trips
+    finally:
+        events.unregister("before-send.s3", before_send)
+        time.sleep(0.2)
+        stop.set()
+        watched.ping()
+        thread.join(5)
+
+
+def ready_variant_url(project: Any, file_id: str) -> str:
+    """The path of a delivery URL (400 px WebP) of ``file_id`` whose variant is ready: a
+    variant row marked ready with the file's own object as output, as a worker leaves it."""
+    from delivery import signing
+    from delivery.services import delivery_key_issue_for
+    from files.models import File
+    from variants.imaging import Params
+    from variants.models import Variant
+
+    file = File.objects.get(id=file_id)
+    params = Params(width=400, height=None, fit="cover", format="webp", quality=80)
+    Variant.objects.create(
+        project=project,
+        mode=file.mode,
+        file=file,
+        version=file.version,
+        source_object=file.current_object,
+        label=params.label,
+        width=400,
+        fit="cover",
+        format="webp",
+        quality=80,
+        status=Variant.Status.READY,
+        output_object=file.current_object,
+        size=file.size,
+    )
+    issued = delivery_key_issue_for(project=project, mode=file.mode)
+    options = signing.Options(width=400)
+    return signing.delivery_path(issued.secret, issued.key.id, file_id, options)
 
 
 _UNDER_CALLGRIND = "PROFILE_GET_UNDER_CALLGRIND"
@@ -153,9 +246,10 @@ def main() -> int:
     )
     parser.add_argument(
         "--endpoint",
-        choices=["get", "list", "upload"],
+        choices=["get", "list", "upload", "resolve"],
         default="get",
-        help="GET /v1/files/<id> (default), the list of 20, or POST /v1/files/upload",
+        help="GET /v1/files/<id> (default), the list of 20, POST /v1/files/upload, or a "
+        "delivery URL of a ready variant",
     )
     parser.add_argument(
         "--instructions",
@@ -195,9 +289,12 @@ def main() -> int:
         elif args.endpoint == "upload":
             upload = b'{"filename":"p.png","contentType":"image/png","size":1024}'
             one = wsgi_get(application, "/v1/files/upload", key, upload)
+        elif args.endpoint == "resolve":
+            assert file_id is not None
+            one = wsgi_get(application, ready_variant_url(project, file_id), key)
         else:
             one = wsgi_get(application, f"/v1/files/{file_id}", key)
-        assert one() in (200, 201)
+        assert one() in (200, 201, 302)
         for _ in range(200):  # warm up
             one()
         if os.environ.get(_UNDER_CALLGRIND):
@@ -216,11 +313,12 @@ def main() -> int:
         from django.db import connection
 
         statements: list[str] = []
-        with connection.execute_wrapper(
-            lambda execute, sql, params, many, context: (
-                statements.append(sql) or execute(sql, params, many, context)
-            )
-        ):
+
+        def record(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+            statements.append(sql)
+            return execute(sql, params, many, context)
+
+        with connection.execute_wrapper(record), round_trips() as trips:
             one()
         runs, cpu = [], []
         for _ in range(3):
@@ -245,6 +343,12 @@ def main() -> int:
     )
     for statement in statements:
         print(f"  {statement[:150]}")
+    print(f"{len(trips.redis)} Redis commands per request:")
+    for command in trips.redis:
+        print(f"  {command}")
+    print(f"{len(trips.store)} store calls per request:")
+    for call in trips.store:
+        print(f"  {call}")
     print()
     stats = pstats.Stats(profile)
     raw: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]

@@ -11,20 +11,19 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import lru_cache
 from pathlib import PurePosixPath
 
 import redis
 from django.conf import settings
 
+from accounts import bandwidth as bandwidth_counts
 from accounts.services import bandwidth_record
 from accounts.tenancy import Tenant
 from delivery import signing
-from delivery.models import DeliveryKey
 from delivery.secret import secret_of
+from delivery.selectors import ResolutionRows, resolution_rows
 from delivery.serializers import DELIVERY_FORMATS
 from files.models import File, FileVersion
-from files.selectors import file_get
 from storage_service import objectstore
 from storage_service.errors import (
     FileNotFound,
@@ -35,7 +34,6 @@ from storage_service.errors import (
     VariantFailed,
     VariantNotReady,
 )
-from storage_service.ids import looks_like_id
 from storage_service.serving import web_threads
 from variants import readiness
 from variants.imaging import FITS, FORMATS, MAX_DIMENSION, Params
@@ -124,29 +122,50 @@ def delivery_resolve(
     4. The store's URL, signed at the window's start so the same URL answers the same
        Location for the whole window; the target's size counted as bandwidth.
     """
-    key = _key(key_id)
-    if key is None or not signing.signature_matches(
-        secret_of(key_id=key.id, salt=key.salt), key_id, file_id, options_text, signature
-    ):
-        raise InvalidSignature("The URL's signature does not match, or its key was revoked.")
     try:
         options = signing.parse_options(options_text)
-    except signing.Malformed as exc:
-        raise InvalidSignature("The URL's options are not in the signed form.") from exc
+    except signing.Malformed:
+        options = None
+    rows = resolution_rows(
+        key_id=key_id,
+        file_id=file_id,
+        version=options.version if options else None,
+        label=_label_known_before_the_file(options, accept),
+    )
+    if rows is None or not signing.signature_matches(
+        secret_of(key_id=rows.key.id, salt=rows.key.salt),
+        key_id,
+        file_id,
+        options_text,
+        signature,
+    ):
+        raise InvalidSignature("The URL's signature does not match, or its key was revoked.")
+    if options is None:
+        raise InvalidSignature("The URL's options are not in the signed form.")
     now = time.time()
     if options.expires is not None and now >= options.expires:
         raise UrlExpired("The URL has expired.", details={"expiredAt": _iso(options.expires)})
-    # The staff console's previews are not the customer's traffic (delivery/console.py).
-    if not key.console:
-        _count(key.project_id)
+    key = rows.key
     tenant = Tenant(project=key.project, mode=key.mode)
-    file = file_get(tenant=tenant, file_id=file_id)
+    # The staff console's previews are not the customer's traffic (delivery/console.py):
+    # they count against neither the project's budget nor its bandwidth.
+    customer = not key.console
+    ready = _ready_target(rows, options, waited_ms)
+    if ready is not None:
+        # The hot path: the budget and the bandwidth in one Redis round trip.
+        if customer:
+            _count(tenant, bandwidth=ready.size)
+        return _redirect(ready, options, now)
+    if customer:
+        _count(tenant)
+    file = rows.file
+    if file is None or file.status == File.Status.DELETED:
+        raise FileNotFound("No such file.")
     if file.status != File.Status.UPLOADED:
         raise FileNotFound("The file has no uploaded bytes.")
-    vary_accept = options.format == "auto"
     if options.has_transform:
         started = time.monotonic()
-        variant = _variant(tenant, file, options, accept)
+        variant = rows.variant or _variant(tenant, file, options, accept)
         variant = _wait_for(variant, waited_ms or 0)
         if variant.status == VStatus.READY and waited_ms is not None:
             return Wait(waited_ms=None)
@@ -162,6 +181,32 @@ def delivery_resolve(
         target = _variant_target(file, variant)
     else:
         target = _version_target(file, options.version)
+    if customer:
+        _count_bandwidth(tenant, target.size)
+    return _redirect(target, options, now)
+
+
+def _ready_target(
+    rows: ResolutionRows, options: signing.Options, waited_ms: int | None
+) -> Target | None:
+    """The target when the one statement read it all and the answer is a redirect at once:
+    an uploaded file's current version, or a ready variant asked for without a wait. None
+    for anything else (refusals, pinned versions, variants to make or wait for), which the
+    general path answers."""
+    file = rows.file
+    if file is None or file.status != File.Status.UPLOADED:
+        return None
+    if options.has_transform:
+        variant = rows.variant
+        if variant is None or variant.status != VStatus.READY or waited_ms is not None:
+            return None
+        return _variant_target(file, variant)
+    if options.version is not None and options.version != file.version:
+        return None
+    return _version_target(file, options.version)
+
+
+def _redirect(target: Target, options: signing.Options, now: float) -> Redirect:
     window = settings.SERVICE_DELIVERY_WINDOW_SECONDS
     window_start = int(now // window) * window
     location = objectstore.signed_get_url(
@@ -170,8 +215,6 @@ def delivery_resolve(
         expires_in=min(2 * window, MAX_PRESIGN_SECONDS),
         response_headers=_response_headers(target, window),
     )
-    if not key.console:
-        bandwidth_record(tenant=tenant, size=target.size)
     # The Location lives until window_start + 2 windows, so a copy of this answer kept for
     # up to one window still leads somewhere valid; an unpinned URL is kept briefly so a
     # replace shows; never beyond the URL's own expiry.
@@ -180,53 +223,85 @@ def delivery_resolve(
         max_age = min(max_age, settings.SERVICE_DELIVERY_CURRENT_MAX_AGE)
     if options.expires is not None:
         max_age = min(max_age, int(options.expires - now))
-    return Redirect(location=location, max_age=max(0, max_age), vary_accept=vary_accept)
+    return Redirect(
+        location=location, max_age=max(0, max_age), vary_accept=options.format == "auto"
+    )
 
 
 def _iso(unix: int) -> str:
     return datetime.fromtimestamp(unix, UTC).isoformat().replace("+00:00", "Z")
 
 
-def _key(key_id: str) -> DeliveryKey | None:
-    if not looks_like_id(key_id, "dk"):
+def _label_known_before_the_file(options: signing.Options | None, accept: str) -> str | None:
+    """The transform's variant label when it does not depend on the file (``format: auto``
+    picks JPEG or PNG by the source's type only when Accept lists neither AVIF nor WebP),
+    so the variant is read in the statement that reads the key and the file; None otherwise,
+    and then the variant is read once the file is known (an invalid transform is refused
+    there too, after the file's checks, as before)."""
+    if options is None or not options.has_transform:
         return None
-    return (
-        DeliveryKey.objects.select_related("project")
-        .filter(id=key_id, revoked_at__isnull=True)
-        .first()
-    )
+    if options.format == "auto" and auto_format(accept, None) not in ("avif", "webp"):
+        return None
+    try:
+        return transform_params(options, accept=accept, source_type=None).label
+    except ValidationError:
+        return None
 
 
-@lru_cache(maxsize=1)
-def _redis() -> redis.Redis:
-    return redis.Redis.from_url(
-        settings.REDIS_URL, socket_timeout=0.25, socket_connect_timeout=0.25
-    )
-
-
-def _count(project_id: str) -> None:
+def _count(tenant: Tenant, *, bandwidth: int | None = None) -> None:
     """One resolution against the project's budget for this minute (a fixed window, as the
-    API keys' limits). Redis down: let it through, as the API keys' limiter does."""
+    API keys' limits), and with ``bandwidth`` a redirect's bytes (accounts/bandwidth.py),
+    in one Redis round trip. Beyond the budget the bytes are taken back (the redirect is
+    refused). Redis down: the resolution goes through, as the API keys' limiter lets
+    requests through, and its bytes are written to PostgreSQL at once."""
     limit = settings.SERVICE_DELIVERY_RATE_PER_MINUTE
-    if limit <= 0:
-        return
     now = time.time()
     minute = int(now // 60)
     prefix = settings.CACHES["default"].get("KEY_PREFIX", "storage")
-    counter = f"{prefix}:delivery:{project_id}:{minute}"
+    counter = f"{prefix}:delivery:{tenant.project_id}:{minute}"
     try:
-        pipe = _redis().pipeline(transaction=True)
-        pipe.incr(counter)
-        pipe.expire(counter, 65)
-        count, _ = pipe.execute()
+        pipe = bandwidth_counts.client().pipeline(transaction=True)
+        if limit > 0:
+            pipe.incr(counter)
+            pipe.expire(counter, 65)
+        if bandwidth is not None:
+            bandwidth_counts.count_in(
+                pipe, project_id=tenant.project_id, mode=tenant.mode, size=bandwidth
+            )
+        answers = pipe.execute()
     except redis.RedisError as exc:
         logger.warning("delivery budget skipped: Redis unavailable (%s)", type(exc).__name__)
+        if bandwidth is not None:
+            bandwidth_record(tenant=tenant, size=bandwidth)
         return
-    if int(count) > limit:
+    if limit > 0 and int(answers[0]) > limit:
+        if bandwidth is not None:
+            _take_back(tenant, bandwidth)
         raise RateLimited(
             f"The project's delivery URLs resolved more than {limit} times this minute.",
             retry_after=max(1, int((minute + 1) * 60 - now)),
         )
+
+
+def _count_bandwidth(tenant: Tenant, size: int) -> None:
+    """A redirect's bytes, its budget already counted."""
+    try:
+        pipe = bandwidth_counts.client().pipeline(transaction=True)
+        bandwidth_counts.count_in(pipe, project_id=tenant.project_id, mode=tenant.mode, size=size)
+        pipe.execute()
+    except redis.RedisError:
+        bandwidth_record(tenant=tenant, size=size)
+
+
+def _take_back(tenant: Tenant, size: int) -> None:
+    try:
+        pipe = bandwidth_counts.client().pipeline(transaction=True)
+        bandwidth_counts.count_in(
+            pipe, project_id=tenant.project_id, mode=tenant.mode, size=-size, downloads=-1
+        )
+        pipe.execute()
+    except redis.RedisError as exc:
+        logger.warning("delivery bandwidth not taken back (%s)", type(exc).__name__)
 
 
 def auto_format(accept: str, source_type: str | None) -> str:

@@ -211,6 +211,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "accounts.tasks.snapshot_usage",
         "schedule": env_int("SERVICE_USAGE_SNAPSHOT_INTERVAL_SECONDS", 3600, minimum=60),
     },
+    # Delivery redirects' bandwidth, counted in Redis, into BandwidthUsage (accounts/bandwidth.py).
+    "fold-bandwidth": {
+        "task": "accounts.tasks.fold_bandwidth",
+        "schedule": env_int("SERVICE_BANDWIDTH_FOLD_INTERVAL_SECONDS", 10, minimum=1),
+    },
     "sweep-webhook-deliveries": {
         "task": "webhooks.tasks.sweep_due_deliveries",
         "schedule": env_int("SERVICE_WEBHOOK_SWEEP_INTERVAL_SECONDS", 10, minimum=1),

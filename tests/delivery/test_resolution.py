@@ -11,6 +11,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from django.test import Client, override_settings
 
+from accounts import bandwidth as bandwidth_counts
+from accounts.bandwidth import bandwidth_fold
 from accounts.models import BandwidthUsage
 from delivery import signing
 from tests.factories import Actor, pdf_bytes, png_bytes
@@ -225,8 +227,16 @@ def test_each_redirect_counts_as_bandwidth(owner: Actor) -> None:
     url = signed_url(owner, file["id"])
     resolve(url)
     resolve(url)
+    # Counted in Redis by the redirect, in the day's row once folded (a beat task).
+    bandwidth_fold()
     usage = BandwidthUsage.objects.get(project=owner.project)
     assert (usage.bytes, usage.downloads) == (2 * len(data), 2)
+    assert owner.get("/v1/usage").json()["data"]["bandwidth"]["bytes"] == 2 * len(data)
+    resolve(url)
+    bandwidth_fold()
+    bandwidth_fold()  # nothing left to add
+    usage.refresh_from_db()
+    assert (usage.bytes, usage.downloads) == (3 * len(data), 3)
 
 
 @override_settings(SERVICE_DELIVERY_RATE_PER_MINUTE=2)
@@ -239,6 +249,10 @@ def test_the_projects_budget_answers_429(owner: Actor) -> None:
     assert refused, [a.status_code for a in answers]
     assert error_code(refused[0]) == "RATE_LIMITED"
     assert int(refused[0]["Retry-After"]) >= 1
+    # Only the redirects count as bandwidth, not the refused resolutions.
+    bandwidth_fold()
+    usage = BandwidthUsage.objects.get(project=owner.project)
+    assert usage.downloads == len(answers) - len(refused)
 
 
 # --- Images on demand ----------------------------------------------------------------------
@@ -273,6 +287,28 @@ def test_a_new_size_is_made_on_demand_as_transform_makes_it(owner: Actor) -> Non
     assert fetched.headers["Cache-Control"] == "public, max-age=3600, immutable"
     assert fetched.headers["Content-Disposition"].startswith("inline;")
     assert fetched.content[8:12] == b"WEBP"
+
+
+@override_settings(SERVICE_DELIVERY_TRANSFORM_HOLD_MS=0)
+def test_a_ready_variant_resolves_in_one_lookup(
+    owner: Actor, django_assert_num_queries: Any
+) -> None:
+    """The key, the file and the variant are read by one statement, the only one: the
+    bandwidth is counted in Redis. Also for format auto when Accept names a format."""
+    new_key(owner)
+    file = image(owner)
+    url = signed_url(owner, file["id"], transform={"width": 30})
+    auto = signed_url(owner, file["id"], transform={"width": 30, "format": "auto"})
+    resolve(url)
+    resolve(auto, Accept="image/webp")
+    process_pending()
+    with django_assert_num_queries(1):
+        answer = resolve(url)
+    assert answer.status_code == 302
+    with django_assert_num_queries(1):
+        answer = resolve(auto, Accept="image/webp,*/*")
+    assert (answer.status_code, answer["Vary"]) == (302, "Accept")
+    assert get_from(answer["Location"]).headers["Content-Type"] == "image/webp"
 
 
 @override_settings(SERVICE_DELIVERY_TRANSFORM_HOLD_MS=0, SERVICE_DELIVERY_TRANSFORM_WAIT_SECONDS=0)
@@ -311,3 +347,24 @@ def test_a_failed_variant_answers_422(owner: Actor) -> None:
     )
     refused = resolve(url)
     assert (refused.status_code, error_code(refused)) == (422, "VARIANT_FAILED")
+
+
+def test_bandwidth_left_by_a_fold_that_died_is_folded_once(owner: Actor) -> None:
+    """A fold that renamed the pending counts and died before committing leaves them to the
+    next fold, which folds them first; counts added meanwhile wait for the one after."""
+    new_key(owner)
+    data = png_bytes()
+    url = signed_url(owner, uploaded_file(owner, data)["id"])
+    resolve(url)
+    bandwidth_counts.client().rename(
+        bandwidth_counts.redis_key(bandwidth_counts.PENDING),
+        bandwidth_counts.redis_key(bandwidth_counts.FOLDING),
+    )
+    resolve(url)
+    bandwidth_fold()
+    usage = BandwidthUsage.objects.get(project=owner.project)
+    assert (usage.bytes, usage.downloads) == (len(data), 1)
+    bandwidth_fold()
+    bandwidth_fold()
+    usage.refresh_from_db()
+    assert (usage.bytes, usage.downloads) == (2 * len(data), 2)
