@@ -160,7 +160,7 @@ class FileAdmin(ProjectScoped, ReadOnlyAdmin):
         "version",
         "content_type",
         "sniffed_type",
-        "size",
+        "exact_size",
         "checksum",
         "metadata",
         "current_object",
@@ -195,6 +195,11 @@ class FileAdmin(ProjectScoped, ReadOnlyAdmin):
     @admin.display(description="Size", ordering="size")
     def human_size(self, obj: File) -> str:
         return filesizeformat(obj.size)
+
+    @admin.display(description="Size")
+    def exact_size(self, obj: File) -> str:
+        # The file's page: readable, and exact for staff comparing with a client's figure.
+        return f"{filesizeformat(obj.size)} ({obj.size:,} bytes)"
 
     def get_urls(self) -> list[URLPattern]:
         browse = self.admin_site.admin_view(self.browse_view)

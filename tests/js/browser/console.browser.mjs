@@ -71,14 +71,15 @@ test("browses the project's folders and opens an image: its preview loads", asyn
   await fits("browse-root");
   await Promise.all([page.waitForLoadState("load"), page.click('a.folder:has-text("photos")')]);
   await Promise.all([page.waitForLoadState("load"), page.click('a.folder:has-text("2026")')]);
-  await screenshot(page, "console-04-browse-folder");
-  await fits("browse-folder");
   const thumb = page.locator("#files img.thumb").first();
   await thumb.waitFor();
   await page.waitForFunction(() => document.querySelector("#files img.thumb").complete);
   assert.ok(await thumb.evaluate((img) => img.naturalWidth > 0), "thumbnail");
   report.thumbnailSrc = await thumb.evaluate((img) => img.src);
   assert.match(report.thumbnailSrc, DELIVERY_URL);
+  // Once the thumbnail has loaded, so the screenshot shows it.
+  await screenshot(page, "console-04-browse-folder");
+  await fits("browse-folder");
   await Promise.all([page.waitForLoadState("load"), page.click('a.file:has-text("sunset.png")')]);
   const preview = page.locator("#preview-image");
   await preview.waitFor();
