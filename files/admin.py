@@ -199,7 +199,8 @@ class FileAdmin(ProjectScoped, ReadOnlyAdmin):
     @admin.display(description="Size")
     def exact_size(self, obj: File) -> str:
         # The file's page: readable, and exact for staff comparing with a client's figure.
-        return f"{filesizeformat(obj.size)} ({obj.size:,} bytes)"
+        readable = filesizeformat(obj.size)
+        return readable if obj.size < 1024 else f"{readable} ({obj.size:,} bytes)"
 
     def get_urls(self) -> list[URLPattern]:
         browse = self.admin_site.admin_view(self.browse_view)
