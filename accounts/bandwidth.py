@@ -24,17 +24,13 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from accounts.models import BandwidthUsage, Project
+from storage_service.redis_keys import redis_key
 
 # Waiting counts; the one being folded.
 PENDING = "bandwidth:pending"
 FOLDING = "bandwidth:folding"
 # Only one fold at a time (two would fold the same renamed hash twice).
 _FOLD_LOCK = "SELECT pg_try_advisory_xact_lock(hashtextextended('bandwidth-fold', 0))"
-
-
-def redis_key(name: str) -> str:
-    prefix = settings.CACHES["default"].get("KEY_PREFIX", "storage")
-    return f"{prefix}:{name}"
 
 
 @lru_cache(maxsize=1)

@@ -54,6 +54,7 @@ from rest_framework.throttling import BaseThrottle
 
 from accounts.grants import UploadGrant
 from accounts.models import ApiKey
+from storage_service.redis_keys import redis_key
 
 logger = logging.getLogger(__name__)
 
@@ -187,12 +188,10 @@ def count_request(budgets: list[Budget]) -> float | None:
             asked.append((each, lease_size(each.limit, seen)))
     if not asked:
         return None
-    # The cache's prefix keeps the suite's counters apart from a running `make run`'s.
-    prefix = settings.CACHES["default"].get("KEY_PREFIX", "storage")
     try:
         pipe = _redis().pipeline(transaction=True)
         for each, size in asked:
-            key = f"{prefix}:rl:{each.subject}:{each.bucket}:{window}"
+            key = redis_key(f"rl:{each.subject}:{each.bucket}:{window}")
             pipe.incrby(key, size)
             pipe.expire(key, EXPIRY_SECONDS)
         replies = pipe.execute()
@@ -216,14 +215,14 @@ class RequestRateThrottle(BaseThrottle):
     refusal is 429 RATE_LIMITED with Retry-After."""
 
     def __init__(self) -> None:
-        self._wait: float | None = None
+        self.retry_after: float | None = None
 
     def allow_request(self, request: Request, view: Any) -> bool:
-        self._wait = count_request(budgets_of(request.auth, request.method or "GET"))
-        return self._wait is None
+        self.retry_after = count_request(budgets_of(request.auth, request.method or "GET"))
+        return self.retry_after is None
 
     def wait(self) -> float | None:
-        return self._wait
+        return self.retry_after
 
 
 def refusal_wait(api_key: ApiKey, method: str) -> float | None:

@@ -34,6 +34,7 @@ from storage_service.errors import (
     VariantFailed,
     VariantNotReady,
 )
+from storage_service.redis_keys import redis_key
 from storage_service.serving import web_threads
 from variants import readiness
 from variants.imaging import FITS, FORMATS, MAX_DIMENSION, Params
@@ -257,8 +258,7 @@ def _count(tenant: Tenant, *, bandwidth: int | None = None) -> None:
     limit = settings.SERVICE_DELIVERY_RATE_PER_MINUTE
     now = time.time()
     minute = int(now // 60)
-    prefix = settings.CACHES["default"].get("KEY_PREFIX", "storage")
-    counter = f"{prefix}:delivery:{tenant.project_id}:{minute}"
+    counter = redis_key(f"delivery:{tenant.project_id}:{minute}")
     try:
         pipe = bandwidth_counts.client().pipeline(transaction=True)
         if limit > 0:

@@ -21,6 +21,8 @@ from functools import lru_cache
 import redis
 from django.conf import settings
 
+from storage_service.redis_keys import redis_key
+
 logger = logging.getLogger(__name__)
 
 
@@ -30,9 +32,7 @@ def _redis() -> redis.Redis:
 
 
 def channel(variant_id: str) -> str:
-    # The cache's prefix keeps the suite's channels apart from a running `make run`'s.
-    prefix = settings.CACHES["default"].get("KEY_PREFIX", "storage")
-    return f"{prefix}:variant-done:{variant_id}"
+    return redis_key(f"variant-done:{variant_id}")
 
 
 def announce(variant_id: str) -> None:

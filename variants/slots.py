@@ -22,6 +22,8 @@ from typing import Any
 import redis
 from django.conf import settings
 
+from storage_service.redis_keys import redis_key
+
 logger = logging.getLogger(__name__)
 
 # Beyond the hard time limit, before a slot whose worker died lapses.
@@ -53,9 +55,7 @@ def _acquire_script() -> Any:
 
 
 def _key(project_id: int) -> str:
-    # The cache's prefix keeps the suite's slots apart from a running `make run`'s.
-    prefix = settings.CACHES["default"].get("KEY_PREFIX", "storage")
-    return f"{prefix}:variant-slots:{project_id}"
+    return redis_key(f"variant-slots:{project_id}")
 
 
 def acquire(project_id: int, member: str) -> bool:
