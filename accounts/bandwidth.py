@@ -8,13 +8,22 @@ task every SERVICE_BANDWIDTH_FOLD_INTERVAL_SECONDS) adds them to the day's rows 
 statement. What a user reads (``GET /v1/usage``, the admin, the console) is
 ``BandwidthUsage``: the same figures as a synchronous upsert once the fold has run.
 
-The fold renames the hash before reading it, so counts added meanwhile wait for the next
-fold, and deletes the renamed hash only after its statement commits: a fold that dies before
-committing leaves it to the next fold, which folds it first.
+Each fold is added exactly once, whichever step a fold dies at:
+
+1. Under a transaction-scoped advisory lock (one fold at a time; another returns at once), the
+   fold moves the pending hash to a key of its own, ``bandwidth:fold:<id>``, and adds the id
+   to the set ``bandwidth:folds``, in one MULTI: counts added later wait for the next fold.
+2. In the same transaction it adds up every hash the set names whose id has no
+   ``BandwidthFold`` row (its own, and any left by a fold that died before committing), and
+   writes a row for each of those ids beside the counts.
+3. Only after the commit does it delete those hashes and their ids (one MULTI). A fold that
+   died before this step, or whose Redis failed, left hashes whose ids have rows: the next
+   fold deletes them without adding them again, and drops the rows whose hashes are gone.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections import defaultdict
 from datetime import UTC, date, datetime
 from functools import lru_cache
@@ -23,14 +32,20 @@ import redis
 from django.conf import settings
 from django.db import connection, transaction
 
-from accounts.models import BandwidthUsage, Project
+from accounts.models import BandwidthFold, BandwidthUsage, Project
 from storage_service.redis_keys import redis_key
 
-# Waiting counts; the one being folded.
+# Waiting counts; the ids of the folds whose hashes are still in Redis; a fold's hash.
 PENDING = "bandwidth:pending"
-FOLDING = "bandwidth:folding"
-# Only one fold at a time (two would fold the same renamed hash twice).
-_FOLD_LOCK = "SELECT pg_try_advisory_xact_lock(hashtextextended('bandwidth-fold', 0))"
+FOLDS = "bandwidth:folds"
+
+
+def fold_key(fold_id: str) -> str:
+    return redis_key(f"bandwidth:fold:{fold_id}")
+
+
+# Only one fold at a time: a second would take the same hashes, and wait on the first's rows.
+FOLD_LOCK = "SELECT pg_try_advisory_xact_lock(hashtextextended('bandwidth-fold', 0))"
 
 
 @lru_cache(maxsize=1)
@@ -60,33 +75,27 @@ _FOLD_UPSERT = (
 
 
 def bandwidth_fold() -> int:
-    """Add the pending counts to ``BandwidthUsage`` in one statement; how many tenant-days."""
+    """Add the pending counts, and any a fold left uncommitted, to ``BandwidthUsage`` in one
+    statement, each exactly once (the steps are in the module's docstring); how many
+    tenant-days."""
     store = client()
-    pending, folding = redis_key(PENDING), redis_key(FOLDING)
     with transaction.atomic():
         with connection.cursor() as cursor:
-            cursor.execute(_FOLD_LOCK)
+            cursor.execute(FOLD_LOCK)
             (locked,) = cursor.fetchone()
         if not locked:
             return 0
-        if not store.exists(folding):
-            try:
-                store.rename(pending, folding)
-            except redis.ResponseError:  # nothing pending
-                return 0
-        totals: dict[tuple[str, str, date], list[int]] = defaultdict(lambda: [0, 0])
-        for raw_field, raw_value in store.hgetall(folding).items():
-            text = raw_field.decode() if isinstance(raw_field, bytes) else raw_field
-            project_id, mode, day, figure = text.split("|")
-            at = 0 if figure == "bytes" else 1
-            totals[(project_id, mode, date.fromisoformat(day))][at] += int(raw_value)
-        rows = [(*tenant_day, figures) for tenant_day, figures in totals.items()]
-        if rows:
-            # A project deleted since its redirects: its counts go with it.
-            existing = set(
-                Project.objects.filter(id__in={row[0] for row in rows}).values_list("id", flat=True)
+        fold_ids = _take_pending(store)
+        if not fold_ids:
+            return 0
+        recorded = {
+            str(fold_id)
+            for fold_id in BandwidthFold.objects.filter(id__in=fold_ids).values_list(
+                "id", flat=True
             )
-            rows = [row for row in rows if row[0] in existing]
+        }
+        unfolded = [fold_id for fold_id in fold_ids if fold_id not in recorded]
+        rows = _add_up(store, unfolded)
         if rows:
             with connection.cursor() as cursor:
                 cursor.execute(
@@ -99,6 +108,53 @@ def bandwidth_fold() -> int:
                         [row[3][1] for row in rows],
                     ],
                 )
-    # Committed (or, inside an outer transaction, part of it): the renamed hash is spent.
-    store.delete(folding)
+        BandwidthFold.objects.bulk_create(BandwidthFold(id=fold_id) for fold_id in unfolded)
+        # The rows of folds whose hashes are gone from Redis have done their work.
+        BandwidthFold.objects.exclude(id__in=fold_ids).delete()
+        # Robust: a Redis failure here leaves spent hashes, which the next fold deletes.
+        transaction.on_commit(lambda: _delete_spent(store, fold_ids), robust=True)
     return len(rows)
+
+
+def _take_pending(store: redis.Redis) -> list[str]:
+    """Move the pending hash to a new fold's key (when there is one); the ids of every fold
+    whose hash is in Redis, the new one included."""
+    if store.exists(redis_key(PENDING)):
+        fold_id = str(uuid.uuid4())
+        with store.pipeline(transaction=True) as pipe:
+            pipe.sadd(redis_key(FOLDS), fold_id)
+            pipe.rename(redis_key(PENDING), fold_key(fold_id))
+            # Only a fold takes the hash away, and only one folds at a time; were it gone, the
+            # id names an empty hash, which adds nothing and is deleted like any other.
+            pipe.execute(raise_on_error=False)
+    return sorted(
+        member.decode() if isinstance(member, bytes) else member
+        for member in store.smembers(redis_key(FOLDS))
+    )
+
+
+def _add_up(store: redis.Redis, fold_ids: list[str]) -> list[tuple[str, str, date, list[int]]]:
+    """The counts in the folds' hashes, summed per tenant-day, of the projects that exist."""
+    totals: dict[tuple[str, str, date], list[int]] = defaultdict(lambda: [0, 0])
+    for fold_id in fold_ids:
+        for raw_field, raw_value in store.hgetall(fold_key(fold_id)).items():
+            text = raw_field.decode() if isinstance(raw_field, bytes) else raw_field
+            project_id, mode, day, figure = text.split("|")
+            at = 0 if figure == "bytes" else 1
+            totals[(project_id, mode, date.fromisoformat(day))][at] += int(raw_value)
+    rows = [(*tenant_day, figures) for tenant_day, figures in totals.items()]
+    if not rows:
+        return rows
+    # A project deleted since its redirects: its counts go with it.
+    existing = set(
+        Project.objects.filter(id__in={row[0] for row in rows}).values_list("id", flat=True)
+    )
+    return [row for row in rows if row[0] in existing]
+
+
+def _delete_spent(store: redis.Redis, fold_ids: list[str]) -> None:
+    """Delete the hashes of committed folds, and their ids with them."""
+    with store.pipeline(transaction=True) as pipe:
+        pipe.delete(*(fold_key(fold_id) for fold_id in fold_ids))
+        pipe.srem(redis_key(FOLDS), *fold_ids)
+        pipe.execute()

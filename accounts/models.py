@@ -118,6 +118,23 @@ class BandwidthUsage(models.Model):
         return f"{self.project_id} {self.day}: {self.bytes} bytes"
 
 
+class BandwidthFold(models.Model):
+    """A fold of the bandwidth counted in Redis that has been added to ``BandwidthUsage``.
+
+    Written in the transaction that adds the fold's counts (accounts/bandwidth.py), so a fold
+    whose Redis hash outlives that commit (the fold died, or Redis failed, before deleting it)
+    is known to be spent and never added twice. A row goes once its hash is gone from Redis.
+    """
+
+    # The fold's id, which also names its hash in Redis; unique, so two folds that both take
+    # the same hash cannot both commit it.
+    id = models.UUIDField(primary_key=True)
+    folded_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"fold {self.id}"
+
+
 class ProjectLimits(models.Model):
     """What staff allow one project in one mode; a missing row or an empty field is no limit.
 

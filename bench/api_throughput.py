@@ -23,22 +23,21 @@ more than the start it stands in for (``--only mint`` measures both).
 from __future__ import annotations
 
 import argparse
-import json
-import re
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from bench import _common as bench
+from bench._supabase import PEER_FOLDER, PEER_OBJECTS, Peer, Remote
+from bench._wrk import CONNECTIONS, THREADS, Load, Round, run_wrk
+from bench._wrk import Measure as Measure  # bench.delivery takes it from here
 
 PROJECT_PREFIX = "bench-api-throughput-"
 SEED_FILES = 1_000
@@ -47,8 +46,6 @@ LIST_FILES = 100
 # Pending files for POST .../complete (each completes once): a block per wrk run, two runs
 # (warm-up, measured) per round.
 COMPLETE_BLOCK = 10_000
-THREADS = 2
-CONNECTIONS = 16
 BARE = "bare Django view (own process)"
 LEAN = "lean authenticated GET (own process)"
 GET = "GET /v1/files/<id>"
@@ -68,8 +65,6 @@ GOALS = [(GET, LEAN, 0.8), (LIST, BARE, 0.25), (UPLOAD, BARE, 0.2)]
 PEER_GOALS = [(GET, 1.2), (LIST, 1.2), (UPLOAD, 0.5)]
 # (endpoint, reference, ratio): ours against ours, measured in the same round.
 OWN_GOALS = [(MINT, UPLOAD, 1.0)]
-PEER_FOLDER = "bench/list"
-PEER_OBJECTS = 100
 
 UPLOAD_LUA = """
 local counter, threads = 0, 0
@@ -119,92 +114,6 @@ function request()
     "/object/upload/sign/%(bucket)s/bench/upload/%(run)s-%%d-%%d.png", tid, counter))
 end
 """
-
-
-@dataclass
-class Load:
-    label: str
-    server: str  # "api", "ref" or "peer"
-    path: str
-    expect_body: bool = False  # a POST with a JSON body (upload) or an empty one (complete)
-    script: str | None = None
-    accept: str = "application/json"  # what a client of the API sends
-
-
-@dataclass
-class Measure:
-    requests: int = 0
-    errors: int = 0
-    timeouts: int = 0
-    seconds: float = 0.0
-    p50_ms: float = 0.0
-    p99_ms: float = 0.0
-    other_cores: float = 0.0
-    # CPU milliseconds per answered request, of the API server (all its processes) and of
-    # PostgreSQL: where a request's cost lands when the cores, not the waits, set the pace.
-    server_ms: float = 0.0
-    postgres_ms: float = 0.0
-
-    @property
-    def rps(self) -> float:
-        return (self.requests - self.errors) / self.seconds if self.seconds else 0.0
-
-
-@dataclass
-class Round:
-    measures: dict[str, Measure] = field(default_factory=dict)
-
-    def ratio(self, label: str, reference: str) -> float:
-        below = self.measures[reference].rps
-        return self.measures[label].rps / below if below else 0.0
-
-
-_DURATION = re.compile(r"(\d+) requests in ([\d.]+)(us|ms|s|m)")
-_NON_2XX = re.compile(r"Non-2xx or 3xx responses: (\d+)")
-_SOCKET = re.compile(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)")
-_PERCENTILE = re.compile(r"^\s+(50|99)%\s+([\d.]+)(us|ms|s)\s*$", re.M)
-_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0}
-
-
-def parse_wrk(output: str) -> Measure:
-    found = _DURATION.search(output)
-    if found is None:
-        raise SystemExit(f"wrk said:\n{output}")
-    measure = Measure(requests=int(found[1]), seconds=float(found[2]) * _UNITS[found[3]])
-    if (non_2xx := _NON_2XX.search(output)) is not None:
-        measure.errors += int(non_2xx[1])
-    if (sockets := _SOCKET.search(output)) is not None:
-        # Requests that got no answer within --timeout: failed, and not in the count above.
-        measure.timeouts = int(sockets[4])
-    for quantile, value, unit in _PERCENTILE.findall(output):
-        ms = float(value) * _UNITS[unit] * 1000
-        if quantile == "50":
-            measure.p50_ms = ms
-        else:
-            measure.p99_ms = ms
-    return measure
-
-
-def run_wrk(
-    url: str, key: str | None, load: Load, seconds: float, script: Path | None, script_arg: int = 0
-) -> Measure:
-    """One wrk run against ``url`` + ``load.path``; ``key`` None sends no Authorization (a
-    URL that carries its own credential: a delivery URL, a signed URL)."""
-    cmd = ["wrk", f"-t{THREADS}", f"-c{CONNECTIONS}", f"-d{seconds:g}s", "--latency"]
-    cmd += ["--timeout", "30s", "-H", f"Accept: {load.accept}"]
-    if key is not None:
-        cmd += ["-H", f"Authorization: Bearer {key}"]
-    if load.expect_body:
-        cmd += ["-H", "Content-Type: application/json"]
-    if script is not None:
-        cmd += ["-s", str(script)]
-    cmd.append(url + load.path)
-    if script is not None:
-        cmd += ["--", str(script_arg)]
-    done = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=seconds + 60)
-    if done.returncode != 0:
-        raise SystemExit(f"wrk failed ({done.returncode}):\n{done.stdout}{done.stderr}")
-    return parse_wrk(done.stdout)
 
 
 # --- Setup ----------------------------------------------------------------------------------
@@ -268,108 +177,6 @@ def remove_complete_object(project_id: str) -> None:
     from storage_service import objectstore
 
     objectstore.delete([f"{project_id}/bench-complete-object"])
-
-
-# --- The peer -------------------------------------------------------------------------------
-
-
-@dataclass
-class Peer:
-    """Supabase Storage at ``url``, with its service key: the server a user would pick instead
-    of this one. It runs elsewhere; the bench only takes its address and key, and seeds it
-    through its own API."""
-
-    url: str
-    key: str
-    bucket: str
-    pid: int | None = None  # its process, when it runs on this machine and can be seen
-
-    def call(
-        self, method: str, path: str, body: bytes | None = None, **headers: str
-    ) -> tuple[int, Any]:
-        request = urllib.request.Request(
-            self.url + path,
-            data=body,
-            method=method,
-            headers={"Authorization": f"Bearer {self.key}", **headers},
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=30) as response:
-                return response.status, json.loads(response.read() or b"null")
-        except urllib.error.HTTPError as error:
-            return error.code, error.read().decode(errors="replace")[:300]
-        except OSError as error:
-            raise SystemExit(f"the peer at {self.url} does not answer: {error}") from error
-
-    def expect(self, what: str, answer: tuple[int, Any]) -> Any:
-        status, body = answer
-        if status != 200:
-            raise SystemExit(f"the peer answered {what} with {status}: {body}")
-        return body
-
-    def seed(self) -> str:
-        """The bucket, with PEER_OBJECTS small objects in PEER_FOLDER (overwritten if there):
-        the path of the one the GET reads."""
-        if self.call("GET", f"/bucket/{self.bucket}")[0] != 200:
-            bucket = {"id": self.bucket, "name": self.bucket, "public": False}
-            self.expect(
-                "the bucket's creation",
-                self.call(
-                    "POST",
-                    "/bucket",
-                    json.dumps(bucket).encode(),
-                    **{"Content-Type": "application/json"},
-                ),
-            )
-        for number in range(1, PEER_OBJECTS + 1):
-            self.expect(
-                "an object's upload",
-                self.call(
-                    "POST",
-                    f"/object/{self.bucket}/{PEER_FOLDER}/file-{number:03d}.txt",
-                    f"bench object {number}\n".encode(),
-                    **{"Content-Type": "text/plain", "x-upsert": "true"},
-                ),
-            )
-        return f"{PEER_FOLDER}/file-001.txt"
-
-    def check(self, path: str) -> None:
-        """Each measured request answers 200 once, and the list a full page of 20."""
-        self.expect("the object info", self.call("GET", self.info_path(path)))
-        listed = self.expect(
-            "the list",
-            self.call(
-                "POST",
-                f"/object/list/{self.bucket}",
-                json.dumps({"prefix": PEER_FOLDER, "limit": 20}).encode(),
-                **{"Content-Type": "application/json"},
-            ),
-        )
-        if len(listed) != 20:
-            raise SystemExit(f"the peer listed {len(listed)} objects, not 20")
-        self.expect(
-            "the upload signing",
-            self.call("POST", f"/object/upload/sign/{self.bucket}/bench/upload/check.png"),
-        )
-
-    def info_path(self, path: str) -> str:
-        return f"/object/info/authenticated/{self.bucket}/{path}"
-
-
-@dataclass
-class Remote:
-    """A server this bench did not start, at ``base_url``. Its CPU is counted where the API server's
-    is for ours when its process can be found (the one listening on its port, on this
-    machine); else it is in 'other'."""
-
-    base_url: str
-    pid: int | None = None
-
-    def cpu(self) -> bench.CpuTimes:
-        times = bench.cpu_times(-1)  # no process group is -1: only PostgreSQL and the machine
-        if self.pid is None:
-            return times
-        return bench.CpuTimes(bench.process_cpu(self.pid), times.postgres, times.machine)
 
 
 # --- Run --------------------------------------------------------------------------------------

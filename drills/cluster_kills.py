@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import requests
 
 from bench import _common as bench
-from bench import soak
+from bench import _soak_clients as soak_clients
 from drills.cluster_nodes import Cluster, OwnRedis, kill_group
 from scripts import devcluster, processes, servers
 
@@ -86,7 +86,7 @@ def replaced(get_pids: Callable[[], list[int]], old: int) -> Callable[[], bool]:
 def big_png() -> bytes:
     """A 6000 x 6000 image, small as a file but seconds of decoding: a job long enough for
     the drill to kill its worker in the middle of it."""
-    return soak.png(6000, 7)
+    return soak_clients.png(6000, 7)
 
 
 def busy_worker(cluster: Cluster, base: str, key: str) -> tuple[int, str] | None:

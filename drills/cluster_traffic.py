@@ -13,7 +13,7 @@ from typing import Any
 
 import requests
 
-from bench import soak
+from bench import _soak_clients as soak_clients
 
 MULTIPART_SIZE = 9 * 1024 * 1024  # two parts: 8 MiB and 1 MiB
 STORE_ATTEMPTS = 8
@@ -30,7 +30,7 @@ class Tally:
             counter[key] += 1
 
 
-class DrillClient(soak.Client):
+class DrillClient(soak_clients.Client):
     """soak's client, spread over both API ports, with multipart uploads and copies."""
 
     def __init__(
@@ -38,7 +38,7 @@ class DrillClient(soak.Client):
         index: int,
         ports: tuple[int, int],
         raw_key: str,
-        stats: soak.Stats,
+        stats: soak_clients.Stats,
         tally: Tally,
         stop: threading.Event,
     ) -> None:

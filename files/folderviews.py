@@ -13,16 +13,36 @@ from accounts.context import tenant_of
 from accounts.scopes import scope
 from files import services
 from files.serializers import FolderMoveRequest, FolderRequest
+from jobs.models import Job
 from jobs.serializers import job_json
 from jobs.shapes import JobJson
 from storage_service.openapi import Links, errors_of
-from storage_service.serializers import validated
+from storage_service.operations import Decorator
+from storage_service.serializers import StrictSerializer, validated
 from storage_service.shapes import Data
 
 JOB_LINKS = {"jobs_retrieve": {"job_id": "$response.body#/data/id"}}
-# Every folder operation answers its job at once; the work is the workers'.
-JOB_STARTED = {202: Links(Data[JobJson], JOB_LINKS)}
-JOB_REFUSALS = ("FOLDER_NOT_FOUND", "RATE_LIMITED")
+
+
+def folder_job(*, summary: str, description: str, request: type[StrictSerializer]) -> Decorator:
+    """The entry of a folder operation: each answers its job at once (the work is the
+    workers'), or refuses an unknown folder or a project with too many jobs running."""
+    return extend_schema(
+        extensions=scope("files:write"),
+        tags=["folders"],
+        summary=summary,
+        description=description,
+        request=request,
+        responses={
+            202: Links(Data[JobJson], JOB_LINKS),
+            **errors_of("FOLDER_NOT_FOUND", "RATE_LIMITED"),
+        },
+    )
+
+
+def job_started(job: Job) -> Response:
+    answer: Data[JobJson] = {"data": job_json(job)}
+    return Response(answer, status=202)
 
 
 class FolderOperationViewSet(viewsets.ViewSet):
@@ -30,9 +50,7 @@ class FolderOperationViewSet(viewsets.ViewSet):
     # taken for the HTTP method's handler (DRF advertises DELETE in Allow and answers it).
     http_method_names = ["post", "options"]
 
-    @extend_schema(
-        extensions=scope("files:write"),
-        tags=["folders"],
+    @folder_job(
         summary="Move (or rename) a folder: a job",
         description="Every file that is not deleted at or below `from` gets the same place "
         "under `to`. No byte moves. Answers the job at once (poll `GET /v1/jobs/{job_id}`); "
@@ -40,43 +58,30 @@ class FolderOperationViewSet(viewsets.ViewSet):
         "says `succeeded` no file is left in `from`. 429 `RATE_LIMITED` when the project "
         "has `SERVICE_JOB_MAX_ACTIVE_PER_PROJECT` jobs pending or running.",
         request=FolderMoveRequest,
-        responses={**JOB_STARTED, **errors_of(*JOB_REFUSALS)},
     )
     def move(self, request: Request) -> Response:
         body = validated(FolderMoveRequest, request.data)
-        job = services.folder_move(
-            tenant=tenant_of(request), source=body["from"], target=body["to"]
+        return job_started(
+            services.folder_move(tenant=tenant_of(request), source=body["from"], target=body["to"])
         )
-        answer: Data[JobJson] = {"data": job_json(job)}
-        return Response(answer, status=202)
 
-    @extend_schema(
-        extensions=scope("files:write"),
-        tags=["folders"],
+    @folder_job(
         summary="Delete every file of a folder (soft): a job",
         description="Every file at or below `path` is deleted as `DELETE /v1/files/{file_id}` "
         "would (restorable during the grace window), files that arrive in it while the job "
         "runs included.",
         request=FolderRequest,
-        responses={**JOB_STARTED, **errors_of(*JOB_REFUSALS)},
     )
     def delete(self, request: Request) -> Response:
         body = validated(FolderRequest, request.data)
-        job = services.folder_delete(tenant=tenant_of(request), path=body["path"])
-        answer: Data[JobJson] = {"data": job_json(job)}
-        return Response(answer, status=202)
+        return job_started(services.folder_delete(tenant=tenant_of(request), path=body["path"]))
 
-    @extend_schema(
-        extensions=scope("files:write"),
-        tags=["folders"],
+    @folder_job(
         summary="Restore every deleted file of a folder: a job",
         description="Every deleted file at or below `path` whose bytes are not purged yet is "
         "restored as `POST /v1/files/{file_id}/restore` would.",
         request=FolderRequest,
-        responses={**JOB_STARTED, **errors_of(*JOB_REFUSALS)},
     )
     def restore(self, request: Request) -> Response:
         body = validated(FolderRequest, request.data)
-        job = services.folder_restore(tenant=tenant_of(request), path=body["path"])
-        answer: Data[JobJson] = {"data": job_json(job)}
-        return Response(answer, status=202)
+        return job_started(services.folder_restore(tenant=tenant_of(request), path=body["path"]))

@@ -21,7 +21,7 @@ from accounts.throttling import refusal_wait
 from files import selectors, services
 from files.filters import FileFilterSet, FolderFilterSet, file_ordering
 from files.models import File, FileQuerySet
-from files.openapi import FILE_ID, file_links
+from files.openapi import FILES, START_ERRORS, VERIFY_ERRORS, file_links
 from files.serializers import (
     BatchRequest,
     CopyRequest,
@@ -54,17 +54,13 @@ from storage_service.errors import RateLimited, exception_handler
 from storage_service.idempotency import (
     IDEMPOTENCY_KEY,
     IDEMPOTENT_REPLAYED,
-    idempotency_key,
-    request_fingerprint,
+    idempotency_of,
+    replayable,
 )
 from storage_service.openapi import Links, Shape, errors_of
 from storage_service.pagination import CursorPagination
 from storage_service.serializers import EmptyRequest, validated
 from storage_service.shapes import Data
-
-NOT_FOUND = ("FILE_NOT_FOUND",)
-# What an upload token's bounds refuse at a start (files/services/grants.py, uploads).
-TOKEN_START_ERRORS = ("PATH_NOT_ALLOWED", "UPLOAD_TOKEN_EXHAUSTED", "ORIGIN_NOT_ALLOWED")
 
 
 class FileViewSet(viewsets.GenericViewSet):
@@ -113,54 +109,31 @@ class FileViewSet(viewsets.GenericViewSet):
         request=UploadRequest,
         responses={
             201: Links(FileWithUploadJson, file_links("$response.body#/file/id")),
-            **errors_of(
-                "FILE_TOO_LARGE",
-                "QUOTA_EXCEEDED",
-                "CONTENT_TYPE_NOT_ALLOWED",
-                "IDEMPOTENCY_KEY_REUSED",
-                "STORAGE_UNAVAILABLE",
-                *TOKEN_START_ERRORS,
-            ),
+            **errors_of(*START_ERRORS),
         },
     )
     def upload(self, request: Request) -> Response:
         body = validated(UploadRequest, request.data)
-        key = idempotency_key(request)
+        key, request_hash = idempotency_of(request)
         started = services.file_upload_start(
             tenant=tenant_of(request),
             **upload_arguments(body),
             idempotency_key=key,
-            request_hash=request_fingerprint(request.data) if key is not None else "",
+            request_hash=request_hash,
             grant=upload_grant_of(request),
         )
         answer: FileWithUploadJson = file_with_upload_json(started.file, started.upload)
-        response = Response(answer, status=201)
-        if started.replayed:
-            response["Idempotent-Replayed"] = "true"
-        return response
+        return replayable(answer, replayed=started.replayed, status=201)
 
-    @extend_schema(
-        extensions=scope("files:write", upload_token=True),
-        tags=["files"],
+    @FILES.on_one(
+        scope("files:write", upload_token=True),
         summary="Verify the uploaded bytes and mark the file uploaded",
         description="Reads the stored object's real size and sniffs its type. With no bytes "
         "yet: 409 `OBJECT_NOT_FOUND`, nothing changes (PUT, then complete again). A size or "
         "type that contradicts the declared one marks the file `failed`.",
-        parameters=[FILE_ID],
         request=EmptyRequest,
-        responses={
-            200: Shape(Data[FileCompletedJson]),
-            **errors_of(
-                *NOT_FOUND,
-                "FILE_NOT_PENDING",
-                "UPLOAD_IS_MULTIPART",
-                "OBJECT_NOT_FOUND",
-                "UPLOAD_SIZE_MISMATCH",
-                "CONTENT_TYPE_MISMATCH",
-                "CONTENT_TYPE_NOT_ALLOWED",
-                "STORAGE_UNAVAILABLE",
-            ),
-        },
+        answer=Data[FileCompletedJson],
+        errors=("FILE_NOT_PENDING", "UPLOAD_IS_MULTIPART", "OBJECT_NOT_FOUND", *VERIFY_ERRORS),
     )
     def complete(self, request: Request, file_id: str) -> Response:
         validated(EmptyRequest, request.data)
@@ -184,25 +157,17 @@ class FileViewSet(viewsets.GenericViewSet):
         assert page is not None  # pagination_class is set
         return self.get_paginated_response([file_json(file) for file in page])
 
-    @extend_schema(
-        extensions=scope("files:read"),
-        tags=["files"],
-        summary="Get a file",
-        parameters=[FILE_ID],
-        responses={200: Shape(Data[FileJson]), **errors_of(*NOT_FOUND)},
-    )
+    @FILES.on_one(FILES.read, summary="Get a file", answer=Data[FileJson])
     def retrieve(self, request: Request, file_id: str) -> Response:
         file = selectors.file_shown(tenant=tenant_of(request), file_id=file_id)
         answer: Data[FileJson] = {"data": file_json(file)}
         return Response(answer)
 
-    @extend_schema(
-        extensions=scope("files:write"),
-        tags=["files"],
+    @FILES.on_one(
+        FILES.write,
         summary="Rename, move, or replace the metadata",
-        parameters=[FILE_ID],
         request=UpdateRequest,
-        responses={200: Shape(FileJson), **errors_of(*NOT_FOUND)},
+        answer=FileJson,
     )
     def partial_update(self, request: Request, file_id: str) -> Response:
         changes = validated(UpdateRequest, request.data)
@@ -210,16 +175,13 @@ class FileViewSet(viewsets.GenericViewSet):
         answer: FileJson = file_json(file)
         return Response(answer)
 
-    @extend_schema(
-        extensions=scope("files:write"),
-        tags=["files"],
+    @FILES.on_one(
+        FILES.write,
         summary="Copy a file (shares the stored bytes)",
-        parameters=[FILE_ID],
         request=CopyRequest,
-        responses={
-            201: Links(FileJson, file_links("$response.body#/id")),
-            **errors_of(*NOT_FOUND, "FILE_NOT_UPLOADED"),
-        },
+        answer=Links(FileJson, file_links("$response.body#/id")),
+        status=201,
+        errors=("FILE_NOT_UPLOADED",),
     )
     def copy(self, request: Request, file_id: str) -> Response:
         body = validated(CopyRequest, request.data)
@@ -232,15 +194,14 @@ class FileViewSet(viewsets.GenericViewSet):
         answer: FileJson = file_json(file)
         return Response(answer, status=201)
 
-    @extend_schema(
-        extensions=scope("files:read"),
-        tags=["files"],
+    @FILES.on_one(
+        FILES.read,
         summary="A presigned GET URL for the current version",
         description="The URL answers the bytes with the file's content type and "
         "`Content-Disposition: attachment` with its name. Counts as bandwidth.",
-        parameters=[FILE_ID],
         request=DownloadUrlRequest,
-        responses={200: Shape(DownloadUrlJson), **errors_of(*NOT_FOUND, "FILE_NOT_UPLOADED")},
+        answer=DownloadUrlJson,
+        errors=("FILE_NOT_UPLOADED",),
     )
     def download_url(self, request: Request, file_id: str) -> Response:
         body = validated(DownloadUrlRequest, request.data)
@@ -250,27 +211,22 @@ class FileViewSet(viewsets.GenericViewSet):
         answer: DownloadUrlJson = download_url_json(download)
         return Response(answer)
 
-    @extend_schema(
-        extensions=scope("files:write"),
-        tags=["files"],
+    @FILES.on_one(
+        FILES.write,
         summary="Start replacing the content (same id, next version)",
         description="While the replacement is pending the file stays `uploaded` and serves "
         "its current version. A second replace while one is pending answers 409 "
         "`REPLACE_IN_PROGRESS`, unless the pending one's upload URL has expired.",
-        parameters=[FILE_ID],
         request=ReplaceRequest,
-        responses={
-            200: Shape(FileWithUploadJson),
-            **errors_of(
-                *NOT_FOUND,
-                "FILE_NOT_UPLOADED",
-                "REPLACE_IN_PROGRESS",
-                "FILE_TOO_LARGE",
-                "QUOTA_EXCEEDED",
-                "CONTENT_TYPE_NOT_ALLOWED",
-                "STORAGE_UNAVAILABLE",
-            ),
-        },
+        answer=FileWithUploadJson,
+        errors=(
+            "FILE_NOT_UPLOADED",
+            "REPLACE_IN_PROGRESS",
+            "FILE_TOO_LARGE",
+            "QUOTA_EXCEEDED",
+            "CONTENT_TYPE_NOT_ALLOWED",
+            "STORAGE_UNAVAILABLE",
+        ),
     )
     def replace(self, request: Request, file_id: str) -> Response:
         body = validated(ReplaceRequest, request.data)
@@ -283,25 +239,13 @@ class FileViewSet(viewsets.GenericViewSet):
         answer: FileWithUploadJson = file_with_upload_json(started.file, started.upload)
         return Response(answer)
 
-    @extend_schema(
-        extensions=scope("files:write"),
-        tags=["files"],
+    @FILES.on_one(
+        FILES.write,
         summary="Verify the replacement's bytes and make them the current version",
         description="A refusal cancels the replacement (the file is unchanged).",
-        parameters=[FILE_ID],
         request=EmptyRequest,
-        responses={
-            200: Shape(FileJson),
-            **errors_of(
-                *NOT_FOUND,
-                "NO_REPLACE_IN_PROGRESS",
-                "OBJECT_NOT_FOUND",
-                "UPLOAD_SIZE_MISMATCH",
-                "CONTENT_TYPE_MISMATCH",
-                "CONTENT_TYPE_NOT_ALLOWED",
-                "STORAGE_UNAVAILABLE",
-            ),
-        },
+        answer=FileJson,
+        errors=("NO_REPLACE_IN_PROGRESS", "OBJECT_NOT_FOUND", *VERIFY_ERRORS),
     )
     def replace_complete(self, request: Request, file_id: str) -> Response:
         validated(EmptyRequest, request.data)
@@ -309,37 +253,28 @@ class FileViewSet(viewsets.GenericViewSet):
         answer: FileJson = file_json(file)
         return Response(answer)
 
-    @extend_schema(
-        extensions=scope("files:write"),
-        tags=["files"],
+    @FILES.on_one(
+        FILES.write,
         summary="Delete (soft; restorable during the grace window)",
         description="A deleted file reads as 404 everywhere but restore and the trash "
         "(`GET /v1/files?status=deleted`). Deleting drops a pending replacement.",
-        parameters=[FILE_ID],
-        responses={
-            200: Links(
-                Data[FileDeletedJson], {"files_restore": {"file_id": "$request.path.file_id"}}
-            ),
-            **errors_of(*NOT_FOUND),
-        },
+        answer=Links(
+            Data[FileDeletedJson], {"files_restore": {"file_id": "$request.path.file_id"}}
+        ),
     )
     def destroy(self, request: Request, file_id: str) -> Response:
         file = services.file_delete(tenant=tenant_of(request), file_id=file_id)
         answer: Data[FileDeletedJson] = {"data": deleted_json(file)}
         return Response(answer)
 
-    @extend_schema(
-        extensions=scope("files:write"),
-        tags=["files"],
+    @FILES.on_one(
+        FILES.write,
         summary="Restore a deleted file",
         description="Brings the file back with the status it had, until the purge sweep has "
         "run (then 409 `OBJECT_NOT_FOUND`).",
-        parameters=[FILE_ID],
         request=EmptyRequest,
-        responses={
-            200: Shape(FileJson),
-            **errors_of(*NOT_FOUND, "FILE_NOT_DELETED", "OBJECT_NOT_FOUND"),
-        },
+        answer=FileJson,
+        errors=("FILE_NOT_DELETED", "OBJECT_NOT_FOUND"),
     )
     def restore(self, request: Request, file_id: str) -> Response:
         validated(EmptyRequest, request.data)
@@ -367,7 +302,7 @@ class FileBatchViewSet(viewsets.ViewSet):
     )
     def batch(self, request: Request) -> Response:
         body = validated(BatchRequest, request.data)
-        key = idempotency_key(request)
+        key, request_hash = idempotency_of(request)
         operations = body["operations"]
         _count_operations(request, len(operations))
         tenant = tenant_of(request)
@@ -376,12 +311,9 @@ class FileBatchViewSet(viewsets.ViewSet):
             operations=[_operation(tenant, operation) for operation in operations],
             render=lambda outcomes: {"data": [_result(outcome, request) for outcome in outcomes]},
             idempotency_key=key,
-            request_hash=request_fingerprint(request.data) if key is not None else "",
+            request_hash=request_hash,
         )
-        response = Response(answer.body)
-        if answer.replayed:
-            response["Idempotent-Replayed"] = "true"
-        return response
+        return replayable(answer.body, replayed=answer.replayed)
 
 
 def _count_operations(request: Request, count: int) -> None:

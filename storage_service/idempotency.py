@@ -1,8 +1,9 @@
 """The ``Idempotency-Key`` header's rules, shared by every route that creates an upload.
 
-A view reads the key with ``idempotency_key`` (absent: None; malformed: 400) and fingerprints
-the body with ``request_fingerprint``; the owning app's service remembers the first answer
-under the key (files/services/idempotency.py) and replays it.
+A view reads the key and the body's fingerprint with ``idempotency_of`` (no key: None;
+malformed: 400); the owning app's service remembers the first answer under the key
+(files/services/idempotency.py) and replays it, and the view answers through ``replayable``,
+which marks a replay.
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework.request import Request
+from rest_framework.response import Response
 
 from storage_service.errors import ValidationError
 
 HEADER = "Idempotency-Key"
+REPLAYED_HEADER = "Idempotent-Replayed"
 # The header's WSGI environ name: read there directly, since request.headers builds a mapping
 # of every header to look up this one.
 _META_NAME = "HTTP_IDEMPOTENCY_KEY"
@@ -34,7 +37,7 @@ IDEMPOTENCY_KEY = OpenApiParameter(
     "another route, 409 `IDEMPOTENCY_KEY_REUSED`.",
 )
 IDEMPOTENT_REPLAYED = OpenApiParameter(
-    "Idempotent-Replayed",
+    REPLAYED_HEADER,
     {"type": "string", "enum": ["true"]},
     OpenApiParameter.HEADER,
     response=[201],
@@ -57,3 +60,17 @@ def request_fingerprint(body: Any) -> str:
     """A hash of the JSON body, independent of key order and whitespace."""
     canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def idempotency_of(request: Request) -> tuple[str | None, str]:
+    """The request's key and its body's fingerprint (empty without a key: nothing keeps it)."""
+    key = idempotency_key(request)
+    return key, request_fingerprint(request.data) if key is not None else ""
+
+
+def replayable(answer: Any, *, replayed: bool, status: int = 200) -> Response:
+    """The answer, marked ``Idempotent-Replayed: true`` when it replays an earlier request."""
+    response = Response(answer, status=status)
+    if replayed:
+        response[REPLAYED_HEADER] = "true"
+    return response

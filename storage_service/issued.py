@@ -17,15 +17,16 @@ keeps its own actions, each with the HTTP parsing and the service call it needs 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
 from django.db.models import QuerySet
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
-from storage_service.openapi import Shape, errors_of, is_shape
+from storage_service.openapi import errors_of
+from storage_service.operations import Decorator, ResourceSchema, declared
 
 ResourceT = TypeVar("ResourceT")
 
@@ -67,25 +68,10 @@ class IssuedResourceViews(Generic[ResourceT]):
         return Response({"data": {"id": resource_id, self.ended_field: True}})
 
 
-Decorator = Callable[[Any], Any]
-
-
-def declared(answer: Any) -> Any:
-    """An answer as ``responses=`` takes it: a bare shape wrapped in ``Shape`` (what
-    drf-spectacular's extension matches), a ``Links`` or other response as it is."""
-    return Shape(answer) if is_shape(answer) else answer
-
-
 @dataclass(frozen=True)
-class IssuedResourceSchema:
+class IssuedResourceSchema(ResourceSchema):
     """The shared parts of the four operations' ``@extend_schema``; each call takes what is
     the operation's own (its summary, description, request and response types)."""
-
-    tag: str
-    read: dict[str, Any]  # the ``extensions`` of reads: accounts.scopes.scope("files:read")
-    write: dict[str, Any]
-    id_parameter: OpenApiParameter
-    not_found: str  # the code of an unknown id: "UPLOAD_TOKEN_NOT_FOUND"
 
     def create(
         self, *, summary: str, request: Any, created: Any, errors: Sequence[str] = (), **more: Any
@@ -112,23 +98,3 @@ class IssuedResourceSchema:
 
     def revoke(self, *, summary: str, ended: Any, **more: Any) -> Decorator:
         return self.on_one(self.write, summary=summary, answer=ended, **more)
-
-    def on_one(
-        self,
-        extensions: dict[str, Any],
-        *,
-        summary: str,
-        answer: Any,
-        status: int = 200,
-        errors: Sequence[str] = (),
-        **more: Any,
-    ) -> Decorator:
-        """An operation on one resource by its id (404 with ``not_found`` when unknown)."""
-        return extend_schema(
-            tags=[self.tag],
-            extensions=extensions,
-            summary=summary,
-            parameters=[self.id_parameter],
-            responses={status: declared(answer), **errors_of(self.not_found, *errors)},
-            **more,
-        )

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
-from django.db import connection
+from django.db import connection, transaction
 
 from tests.factories import Actor, png_bytes, upload_body
 from tests.storage import get_from, put_to
@@ -61,6 +62,31 @@ def at_once(*calls: Callable[[], Any]) -> list[Any]:
     for thread in threads:
         thread.join(timeout=60)
     return results
+
+
+@contextmanager
+def open_in_another_session(work: Callable[[], Any]) -> Iterator[None]:
+    """Run ``work`` in a transaction of another database session (a thread of its own) and
+    hold that transaction open, its rows and locks with it, until the block ends; then commit."""
+    done, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        try:
+            with transaction.atomic():
+                work()
+                done.set()
+                assert release.wait(30)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    try:
+        assert done.wait(30)
+        yield
+    finally:
+        release.set()
+        thread.join(30)
 
 
 def wait_for(condition: Callable[[], Any], timeout: float = 30.0, what: str = "") -> Any:

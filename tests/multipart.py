@@ -7,8 +7,11 @@ from typing import Any
 
 import requests
 
+from events.models import Event
 from tests.factories import Actor
 from uploads.models import UploadSession
+
+BASE = "/v1/uploads/multipart"
 
 MIB = 1024 * 1024
 PART = 8 * MIB  # the part size of any file up to 80,000 MiB
@@ -55,8 +58,13 @@ def put_all(upload: dict[str, Any], data: bytes) -> list[dict[str, Any]]:
 
 
 def complete(actor: Actor, upload_id: str, parts: list[dict[str, Any]]) -> Any:
-    return actor.post(f"/v1/uploads/multipart/{upload_id}/complete", {"parts": parts})
+    return actor.post(f"{BASE}/{upload_id}/complete", {"parts": parts})
 
 
 def provider_id(upload_id: str) -> str:
     return UploadSession.objects.get(id=upload_id).provider_upload_id
+
+
+def events(actor: Actor, type: str) -> list[Event]:
+    """The project's events of one type, oldest first."""
+    return list(Event.objects.filter(project=actor.project, type=type).order_by("created_at"))

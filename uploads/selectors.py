@@ -4,23 +4,19 @@ from __future__ import annotations
 
 from accounts.tenancy import Tenant
 from storage_service.errors import UploadNotFound
-from storage_service.ids import looks_like_id
+from storage_service.lookups import found_by_id
 from uploads.models import UploadSession
 
 
 def upload_get(*, tenant: Tenant, upload_id: str) -> UploadSession:
     """A session of the tenant; unknown and foreign ids are the same 404."""
-    if not looks_like_id(upload_id, "upload"):
-        raise UploadNotFound("No such upload.")
-    session = (
-        UploadSession.objects.for_tenant(tenant)
-        .select_related("stored_object")
-        .filter(id=upload_id)
-        .first()
+    return found_by_id(
+        UploadSession.objects.for_tenant(tenant).select_related("stored_object"),
+        upload_id,
+        prefix="upload",
+        missing=UploadNotFound,
+        message="No such upload.",
     )
-    if session is None:
-        raise UploadNotFound("No such upload.")
-    return session
 
 
 def upload_lock(*, tenant: Tenant, upload_id: str) -> UploadSession:
@@ -29,11 +25,10 @@ def upload_lock(*, tenant: Tenant, upload_id: str) -> UploadSession:
     No join in the locking statement: when it waits for another transaction, PostgreSQL
     re-reads the locked row but not the joined ones. The object is read after the lock.
     """
-    if not looks_like_id(upload_id, "upload"):
-        raise UploadNotFound("No such upload.")
-    session = (
-        UploadSession.objects.for_tenant(tenant).select_for_update().filter(id=upload_id).first()
+    return found_by_id(
+        UploadSession.objects.for_tenant(tenant).select_for_update(),
+        upload_id,
+        prefix="upload",
+        missing=UploadNotFound,
+        message="No such upload.",
     )
-    if session is None:
-        raise UploadNotFound("No such upload.")
-    return session

@@ -13,7 +13,7 @@ from accounts.grants import UploadGrant
 from accounts.keys import hash_key
 from accounts.tenancy import Tenant
 from storage_service.errors import UploadNotFound, UploadTokenNotFound
-from storage_service.ids import looks_like_id
+from storage_service.lookups import found_by_id
 from uploads.auth import generate_token
 from uploads.models import UploadSession, UploadToken, UploadTokenQuerySet
 
@@ -57,12 +57,13 @@ def upload_token_queryset(*, tenant: Tenant) -> UploadTokenQuerySet:
 
 def upload_token_get(*, tenant: Tenant, token_id: str) -> UploadToken:
     """A token of the tenant; unknown and foreign ids are the same 404."""
-    if not looks_like_id(token_id, "utk"):
-        raise UploadTokenNotFound("No such upload token.")
-    token = UploadToken.objects.for_tenant(tenant).filter(id=token_id).first()
-    if token is None:
-        raise UploadTokenNotFound("No such upload token.")
-    return token
+    return found_by_id(
+        UploadToken.objects.for_tenant(tenant),
+        token_id,
+        prefix="utk",
+        missing=UploadTokenNotFound,
+        message="No such upload token.",
+    )
 
 
 def upload_token_revoke(*, tenant: Tenant, token_id: str) -> UploadToken:
@@ -70,13 +71,13 @@ def upload_token_revoke(*, tenant: Tenant, token_id: str) -> UploadToken:
     it, or is refused). Revoking a revoked token succeeds and changes nothing; uploads it
     already started may still be completed by the application's server with its key."""
     with transaction.atomic():
-        if not looks_like_id(token_id, "utk"):
-            raise UploadTokenNotFound("No such upload token.")
-        token = (
-            UploadToken.objects.for_tenant(tenant).select_for_update().filter(id=token_id).first()
+        token = found_by_id(
+            UploadToken.objects.for_tenant(tenant).select_for_update(),
+            token_id,
+            prefix="utk",
+            missing=UploadTokenNotFound,
+            message="No such upload token.",
         )
-        if token is None:
-            raise UploadTokenNotFound("No such upload token.")
         if token.revoked_at is None:
             token.revoked_at = timezone.now()
             token.save(update_fields=["revoked_at"])

@@ -9,16 +9,17 @@ from rest_framework.response import Response
 
 from accounts.context import tenant_of, upload_grant_of
 from accounts.scopes import scope
-from files.openapi import file_links
+from files.openapi import START_ERRORS, VERIFY_ERRORS, file_links
 from files.serializers import file_json
 from files.shapes import FileJson
 from storage_service.idempotency import (
     IDEMPOTENCY_KEY,
     IDEMPOTENT_REPLAYED,
-    idempotency_key,
-    request_fingerprint,
+    idempotency_of,
+    replayable,
 )
-from storage_service.openapi import Links, Shape, each, errors_of, path_id
+from storage_service.openapi import Links, each, errors_of, path_id
+from storage_service.operations import ResourceSchema
 from storage_service.serializers import validated
 from storage_service.shapes import Data
 from uploads import services
@@ -40,7 +41,13 @@ SESSION_OPERATIONS = (
     "uploads_complete",
     "uploads_destroy",
 )
-NOT_FOUND = ("UPLOAD_NOT_FOUND",)
+SESSIONS = ResourceSchema(
+    tag="uploads",
+    read=scope("files:read", upload_token=True),
+    write=scope("files:write", upload_token=True),
+    id_parameter=UPLOAD_ID,
+    not_found="UPLOAD_NOT_FOUND",
+)
 
 
 class MultipartUploadViewSet(viewsets.ViewSet):
@@ -61,20 +68,12 @@ class MultipartUploadViewSet(viewsets.ViewSet):
                     **file_links("$response.body#/data/file/id"),
                 },
             ),
-            **errors_of(
-                "FILE_TOO_LARGE",
-                "QUOTA_EXCEEDED",
-                "CONTENT_TYPE_NOT_ALLOWED",
-                "IDEMPOTENCY_KEY_REUSED",
-                "STORAGE_UNAVAILABLE",
-                "PATH_NOT_ALLOWED",
-                "UPLOAD_TOKEN_EXHAUSTED",
-                "ORIGIN_NOT_ALLOWED",
-            ),
+            **errors_of(*START_ERRORS),
         },
     )
     def create(self, request: Request) -> Response:
         body = validated(MultipartStartRequest, request.data)
+        key, request_hash = idempotency_of(request)
         started = services.upload_start(
             tenant=tenant_of(request),
             filename=body["filename"],
@@ -83,23 +82,19 @@ class MultipartUploadViewSet(viewsets.ViewSet):
             path=body.get("path"),
             metadata=body.get("metadata"),
             expires_at=body.get("expires_at"),
-            idempotency_key=idempotency_key(request),
-            request_hash=request_fingerprint(request.data),
+            idempotency_key=key,
+            request_hash=request_hash,
             grant=upload_grant_of(request),
         )
         answer: Data[MultipartStartedJson] = {"data": started_json(started)}
-        response = Response(answer, status=201)
-        if started.replayed:
-            response["Idempotent-Replayed"] = "true"
-        return response
+        return replayable(answer, replayed=started.replayed, status=201)
 
-    @extend_schema(
-        extensions=scope("files:write", upload_token=True),
-        tags=["uploads"],
+    @SESSIONS.on_one(
+        SESSIONS.write,
         summary="Fresh presigned PUT URLs for some parts of an active upload",
-        parameters=[UPLOAD_ID],
         request=SignPartsRequest,
-        responses={200: Shape(Data[SignedPartsJson]), **errors_of(*NOT_FOUND, "UPLOAD_NOT_ACTIVE")},
+        answer=Data[SignedPartsJson],
+        errors=("UPLOAD_NOT_ACTIVE",),
     )
     def sign_parts(self, request: Request, upload_id: str) -> Response:
         body = validated(SignPartsRequest, request.data)
@@ -110,15 +105,11 @@ class MultipartUploadViewSet(viewsets.ViewSet):
         answer: Data[SignedPartsJson] = {"data": {"id": upload_id, "parts": parts_json(parts)}}
         return Response(answer)
 
-    @extend_schema(
-        extensions=scope("files:read", upload_token=True),
-        tags=["uploads"],
+    @SESSIONS.on_one(
+        SESSIONS.read,
         summary="The parts the store holds for an active upload, in part order",
-        parameters=[UPLOAD_ID],
-        responses={
-            200: Shape(Data[HeldPartsJson]),
-            **errors_of(*NOT_FOUND, "UPLOAD_NOT_ACTIVE", "STORAGE_UNAVAILABLE"),
-        },
+        answer=Data[HeldPartsJson],
+        errors=("UPLOAD_NOT_ACTIVE", "STORAGE_UNAVAILABLE"),
     )
     def list_parts(self, request: Request, upload_id: str) -> Response:
         session_owned(upload_grant_of(request), upload_id)
@@ -126,30 +117,17 @@ class MultipartUploadViewSet(viewsets.ViewSet):
         answer: Data[HeldPartsJson] = {"data": held_parts_json(held)}
         return Response(answer)
 
-    @extend_schema(
-        extensions=scope("files:write", upload_token=True),
-        tags=["uploads"],
+    @SESSIONS.on_one(
+        SESSIONS.write,
         summary="Assemble the parts, verify the object and mark the file uploaded",
         description="Checks, in this order, and changes nothing when it refuses: the body; "
         "the list is exactly parts 1..partCount (409 `UPLOAD_PARTS_INCOMPLETE`); the store "
         "holds each with that etag; each has its exact length (409 `UPLOAD_SIZE_MISMATCH`). "
         "Bytes that contradict the declared type abort the session (409 "
         "`CONTENT_TYPE_MISMATCH`).",
-        parameters=[UPLOAD_ID],
         request=CompleteRequest,
-        responses={
-            200: Links(FileJson, file_links("$response.body#/id")),
-            **errors_of(
-                *NOT_FOUND,
-                "UPLOAD_NOT_ACTIVE",
-                "FILE_NOT_PENDING",
-                "UPLOAD_PARTS_INCOMPLETE",
-                "UPLOAD_SIZE_MISMATCH",
-                "CONTENT_TYPE_MISMATCH",
-                "CONTENT_TYPE_NOT_ALLOWED",
-                "STORAGE_UNAVAILABLE",
-            ),
-        },
+        answer=Links(FileJson, file_links("$response.body#/id")),
+        errors=("UPLOAD_NOT_ACTIVE", "FILE_NOT_PENDING", "UPLOAD_PARTS_INCOMPLETE", *VERIFY_ERRORS),
     )
     def complete(self, request: Request, upload_id: str) -> Response:
         body = validated(CompleteRequest, request.data)
@@ -160,17 +138,13 @@ class MultipartUploadViewSet(viewsets.ViewSet):
         answer: FileJson = file_json(file)
         return Response(answer)
 
-    @extend_schema(
-        extensions=scope("files:write", upload_token=True),
-        tags=["uploads"],
+    @SESSIONS.on_one(
+        SESSIONS.write,
         summary="Abort an upload (the store drops its parts); aborting twice is a success",
         description="The file becomes `failed`. A completed session cannot be aborted (409 "
         "`UPLOAD_NOT_ACTIVE`; delete the file instead).",
-        parameters=[UPLOAD_ID],
-        responses={
-            200: Shape(Data[UploadAbortedJson]),
-            **errors_of(*NOT_FOUND, "UPLOAD_NOT_ACTIVE", "STORAGE_UNAVAILABLE"),
-        },
+        answer=Data[UploadAbortedJson],
+        errors=("UPLOAD_NOT_ACTIVE", "STORAGE_UNAVAILABLE"),
     )
     def destroy(self, request: Request, upload_id: str) -> Response:
         session_owned(upload_grant_of(request), upload_id)

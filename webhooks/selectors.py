@@ -6,18 +6,19 @@ from django.db.models import QuerySet
 
 from accounts.tenancy import Tenant
 from storage_service.errors import WebhookNotFound
-from storage_service.ids import looks_like_id
+from storage_service.lookups import found_by_id
 from webhooks.models import Delivery, Endpoint
 
 
 def endpoint_get(*, tenant: Tenant, webhook_id: str) -> Endpoint:
     """One endpoint of the tenant; another tenant's answers as a missing one."""
-    if not looks_like_id(webhook_id, "wh"):
-        raise WebhookNotFound("No such webhook endpoint.")
-    endpoint = Endpoint.objects.for_tenant(tenant).filter(id=webhook_id).first()
-    if endpoint is None:
-        raise WebhookNotFound("No such webhook endpoint.")
-    return endpoint
+    return found_by_id(
+        Endpoint.objects.for_tenant(tenant),
+        webhook_id,
+        prefix="wh",
+        missing=WebhookNotFound,
+        message="No such webhook endpoint.",
+    )
 
 
 def endpoint_list(*, tenant: Tenant) -> list[Endpoint]:

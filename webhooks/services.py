@@ -27,7 +27,8 @@ from storage_service.errors import (
     WebhookLimitReached,
     WebhookNotFound,
 )
-from storage_service.ids import looks_like_id, new_id
+from storage_service.ids import new_id
+from storage_service.lookups import found_by_id
 from webhooks.models import Delivery, Endpoint
 from webhooks.network import UrlRefused, validate_webhook_url
 from webhooks.selectors import endpoint_get
@@ -203,14 +204,14 @@ def endpoint_rotate_secret(
     3. An earlier overlap ends here: at most two secrets sign at once, the new one and the
        one it replaced.
     """
-    if not looks_like_id(webhook_id, "wh"):
-        raise WebhookNotFound("No such webhook endpoint.")
     with transaction.atomic():
-        endpoint = (
-            Endpoint.objects.for_tenant(tenant).select_for_update().filter(id=webhook_id).first()
+        endpoint = found_by_id(
+            Endpoint.objects.for_tenant(tenant).select_for_update(),
+            webhook_id,
+            prefix="wh",
+            missing=WebhookNotFound,
+            message="No such webhook endpoint.",
         )
-        if endpoint is None:
-            raise WebhookNotFound("No such webhook endpoint.")
         overlap = overlap_seconds > 0
         Endpoint.objects.filter(id=endpoint.id).update(
             secret=new_secret(),
@@ -243,17 +244,14 @@ def delivery_redeliver(*, tenant: Tenant, webhook_id: str, delivery_id: str) -> 
     attempted now instead of at its scheduled time, and keeps its remaining retries.
     """
     endpoint = endpoint_get(tenant=tenant, webhook_id=webhook_id)
-    if not looks_like_id(delivery_id, "dl"):
-        raise DeliveryNotFound("No such delivery for this endpoint.")
     with transaction.atomic():
-        delivery = (
-            Delivery.objects.select_for_update()
-            .select_related("event")
-            .filter(endpoint=endpoint, id=delivery_id)
-            .first()
+        delivery = found_by_id(
+            Delivery.objects.select_for_update().select_related("event").filter(endpoint=endpoint),
+            delivery_id,
+            prefix="dl",
+            missing=DeliveryNotFound,
+            message="No such delivery for this endpoint.",
         )
-        if delivery is None:
-            raise DeliveryNotFound("No such delivery for this endpoint.")
         if delivery.status == Delivery.Status.DELIVERED:
             raise DeliveryAlreadyDelivered(
                 "This delivery was already delivered; only FAILED or PENDING ones are re-queued."

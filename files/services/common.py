@@ -34,7 +34,7 @@ from storage_service.errors import (
     ObjectNotFound,
     UploadSizeMismatch,
 )
-from storage_service.ids import looks_like_id
+from storage_service.lookups import found_by_id
 from storage_service.sniff import SNIFF_BYTES, contradicts, recorded_type, sniff
 
 Status = File.Status
@@ -52,33 +52,31 @@ class StartedUpload:
 
 def read_file(tenant: Tenant, file_id: str, *, include_deleted: bool = False) -> File:
     """The file row, read without a lock (before the store calls); 404 like ``lock_file``."""
-    if not looks_like_id(file_id, "file"):
-        raise FileNotFound("No such file.")
     queryset = File.objects.for_tenant(tenant)
     if not include_deleted:
         queryset = queryset.visible()
-    file = (
-        queryset.select_related("current_object", "replacement_object").filter(id=file_id).first()
+    file = found_by_id(
+        queryset.select_related("current_object", "replacement_object"),
+        file_id,
+        prefix="file",
+        missing=FileNotFound,
+        message="No such file.",
     )
-    if file is None:
-        raise FileNotFound("No such file.")
     file.project = tenant.project
     return file
 
 
 def lock_file(tenant: Tenant, file_id: str, *, include_deleted: bool = False) -> File:
     """The file row, locked for this transaction; 404 when missing, foreign or deleted."""
-    if not looks_like_id(file_id, "file"):
-        raise FileNotFound("No such file.")
     queryset = File.objects.for_tenant(tenant).select_for_update()
     if not include_deleted:
         queryset = queryset.visible()
     # No select_related here: when this statement waits for another transaction's lock,
     # PostgreSQL re-reads the locked file row but not the rows joined to it, so a joined
     # replacement_object would be the stale one. Related rows are read after the lock.
-    file = queryset.filter(id=file_id).first()
-    if file is None:
-        raise FileNotFound("No such file.")
+    file = found_by_id(
+        queryset, file_id, prefix="file", missing=FileNotFound, message="No such file."
+    )
     file.project = tenant.project  # the caller's instance, so events read no extra row
     return file
 

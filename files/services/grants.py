@@ -35,6 +35,7 @@ from storage_service.errors import (
 class Admitted:
     path: str | None
     metadata: dict[str, Any] | None
+    upload_token_id: str | None = None  # the token the file is started under, if any
 
 
 def in_folder(path: str | None, folder: str | None) -> bool:
@@ -45,7 +46,7 @@ def in_folder(path: str | None, folder: str | None) -> bool:
 
 
 def grant_admit(
-    grant: UploadGrant,
+    grant: UploadGrant | None,
     *,
     path: str | None,
     size: int,
@@ -54,7 +55,10 @@ def grant_admit(
 ) -> Admitted:
     """The start's path and metadata under the token, or the refusal of its bounds. A start
     that names no path goes in the token's folder. The token's metadata keys win over the
-    request's: a page cannot relabel what its server fixed."""
+    request's: a page cannot relabel what its server fixed. Without a grant (a key's start):
+    the request's own path and metadata."""
+    if grant is None:
+        return Admitted(path=path, metadata=metadata)
     if path is None:
         path = grant.path
     if not in_folder(path, grant.path):
@@ -82,7 +86,7 @@ def grant_admit(
                 "The request's metadata with the upload token's is over the metadata limits.",
                 details={"metadata": [str(message) for message in exc.detail]},
             ) from exc
-    return Admitted(path=path, metadata=metadata)
+    return Admitted(path=path, metadata=metadata, upload_token_id=grant.token_id)
 
 
 def grant_owns(grant: UploadGrant | None, file: File) -> None:

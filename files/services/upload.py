@@ -66,12 +66,10 @@ def file_upload_start(
        transaction: the change and its event commit (or vanish) together.
     """
     check_single_put_size(size)
-    upload_token_id = None
-    if grant is not None:
-        admitted = grant_admit(
-            grant, path=path, size=size, content_type=content_type, metadata=metadata
-        )
-        path, metadata, upload_token_id = admitted.path, admitted.metadata, grant.token_id
+    admitted = grant_admit(
+        grant, path=path, size=size, content_type=content_type, metadata=metadata
+    )
+    path, metadata, upload_token_id = admitted.path, admitted.metadata, admitted.upload_token_id
     limits = limits_check(tenant=tenant, content_type=content_type, size=size)
     with transaction.atomic():
         if idempotency_key is not None:

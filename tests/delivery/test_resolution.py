@@ -11,7 +11,6 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from django.test import Client, override_settings
 
-from accounts import bandwidth as bandwidth_counts
 from accounts.bandwidth import bandwidth_fold
 from accounts.models import BandwidthUsage
 from delivery import signing
@@ -347,24 +346,3 @@ def test_a_failed_variant_answers_422(owner: Actor) -> None:
     )
     refused = resolve(url)
     assert (refused.status_code, error_code(refused)) == (422, "VARIANT_FAILED")
-
-
-def test_bandwidth_left_by_a_fold_that_died_is_folded_once(owner: Actor) -> None:
-    """A fold that renamed the pending counts and died before committing leaves them to the
-    next fold, which folds them first; counts added meanwhile wait for the one after."""
-    new_key(owner)
-    data = png_bytes()
-    url = signed_url(owner, uploaded_file(owner, data)["id"])
-    resolve(url)
-    bandwidth_counts.client().rename(
-        bandwidth_counts.redis_key(bandwidth_counts.PENDING),
-        bandwidth_counts.redis_key(bandwidth_counts.FOLDING),
-    )
-    resolve(url)
-    bandwidth_fold()
-    usage = BandwidthUsage.objects.get(project=owner.project)
-    assert (usage.bytes, usage.downloads) == (len(data), 1)
-    bandwidth_fold()
-    bandwidth_fold()
-    usage.refresh_from_db()
-    assert (usage.bytes, usage.downloads) == (2 * len(data), 2)

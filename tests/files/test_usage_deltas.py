@@ -5,7 +5,6 @@ and however the fold sweep and recount_usage rewrite the rows meanwhile."""
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections.abc import Iterator
 from datetime import timedelta
 from io import StringIO
@@ -14,7 +13,7 @@ from typing import Any
 import pytest
 from django.conf import settings
 from django.core.management import call_command
-from django.db import connection, transaction
+from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.db.models import Case, Count, F, Q, Sum, When
 from django.db.models.functions import Coalesce
@@ -26,7 +25,7 @@ from files.models import File, StoredObject, UsageDelta
 from files.services import files_expire_pending, files_purge_expired
 from files.usage import held_bytes, project_stored, usage_fold, usage_recount
 from tests.factories import Actor, make_actor, pdf_bytes, upload_body
-from tests.helpers import at_once, start_upload, uploaded_file
+from tests.helpers import at_once, open_in_another_session, start_upload, uploaded_file
 from tests.storage import put_to
 
 State = StoredObject.State
@@ -58,33 +57,17 @@ def fresh(tenant: Tenant) -> dict[str, int]:
 def uncommitted_object(actor: Actor, name: str, size: int) -> Iterator[None]:
     """While inside: another transaction has inserted a live object of ``size`` bytes (and so
     its delta row) and not committed. It commits on leaving."""
-    inserted = threading.Event()
-    release = threading.Event()
-
-    def writer() -> None:
-        try:
-            with transaction.atomic():
-                StoredObject.objects.create(
-                    **actor.tenant.owner(),
-                    storage_key=f"{actor.project.id}/{name}",
-                    state=State.LIVE,
-                    declared_type="text/plain",
-                    declared_size=size,
-                    size=size,
-                )
-                inserted.set()
-                assert release.wait(30)
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=writer)
-    thread.start()
-    try:
-        assert inserted.wait(30)
+    with open_in_another_session(
+        lambda: StoredObject.objects.create(
+            **actor.tenant.owner(),
+            storage_key=f"{actor.project.id}/{name}",
+            state=State.LIVE,
+            declared_type="text/plain",
+            declared_size=size,
+            size=size,
+        )
+    ):
         yield
-    finally:
-        release.set()
-        thread.join(30)
 
 
 @contextlib.contextmanager
@@ -332,31 +315,16 @@ def test_two_folds_at_once_count_each_row_once(transactional_db: None) -> None:
     truth = assert_exact(actor)
 
     # A fold in progress (its rewrite lock held): another fold leaves the tenant to it.
-    hold = threading.Event()
-    holding = threading.Event()
+    def take_the_rewrite_lock() -> None:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended('usage:' || %s || ':' || %s, 0))",
+                [actor.project.id, actor.tenant.mode],
+            )
 
-    def slow_fold() -> None:
-        try:
-            with transaction.atomic(), connection.cursor() as cursor:
-                cursor.execute(
-                    "SELECT pg_advisory_xact_lock("
-                    "hashtextextended('usage:' || %s || ':' || %s, 0))",
-                    [actor.project.id, actor.tenant.mode],
-                )
-                holding.set()
-                assert hold.wait(30)
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=slow_fold)
-    thread.start()
-    assert holding.wait(30)
-    try:
+    with open_in_another_session(take_the_rewrite_lock):
         assert usage_fold(max_tenants=10) == 0
         assert delta_rows(actor.tenant) == 200
-    finally:
-        hold.set()
-        thread.join(30)
 
     # Folds at once, while writers add rows: every row is counted once.
     def write(n: int) -> Any:

@@ -11,12 +11,12 @@ from files.models import File, IdempotencyRecord
 from storage_service import objectstore
 from tests.factories import Actor
 from tests.helpers import at_once, error_code
-from tests.multipart import PART, complete, put_all, random_bytes
+from tests.multipart import BASE, PART, complete, put_all, random_bytes
 from uploads.models import UploadSession
 
 pytestmark = pytest.mark.django_db
 
-BASE = "/v1/uploads/multipart"
+
 SIZE = 2 * PART + 3
 BODY = {"filename": "video.mp4", "contentType": "video/mp4", "size": SIZE}
 

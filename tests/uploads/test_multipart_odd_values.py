@@ -8,11 +8,11 @@ import pytest
 
 from tests.factories import Actor
 from tests.files.test_no_server_errors import ODD_VALUES
-from tests.multipart import start_multipart
+from tests.multipart import BASE, start_multipart
 
 pytestmark = pytest.mark.django_db
 
-BASE = "/v1/uploads/multipart"
+
 START = {"filename": "a.bin", "contentType": "application/octet-stream", "size": 3}
 
 

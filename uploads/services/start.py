@@ -65,12 +65,10 @@ def upload_start(
        be left behind at the store.
     5. Presign every part (pure CPU, after the commit).
     """
-    upload_token_id = None
-    if grant is not None:
-        admitted = grant_admit(
-            grant, path=path, size=size, content_type=content_type, metadata=metadata
-        )
-        path, metadata, upload_token_id = admitted.path, admitted.metadata, grant.token_id
+    admitted = grant_admit(
+        grant, path=path, size=size, content_type=content_type, metadata=metadata
+    )
+    path, metadata, upload_token_id = admitted.path, admitted.metadata, admitted.upload_token_id
     limit = settings.SERVICE_MAX_MULTIPART_UPLOAD_BYTES
     if size > limit:
         raise FileTooLarge(
