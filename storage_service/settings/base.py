@@ -72,6 +72,24 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "storage_service.urls"
+
+# What a server process answers: ``api``, every route (delivery URLs among them), or
+# ``delivery``, only delivery URLs (/d/…) and the probes, for operators who serve delivery
+# apart (`python -m storage_service.serving --role delivery` sets it; docs/operations.md). A
+# resolution is a plain Django view that reads no session, cookie, form or user: the
+# delivery role runs it behind only the middleware it needs, the very same view as the API's.
+SERVICE_ROLE = env_str("SERVICE_ROLE", "api")
+if SERVICE_ROLE == "delivery":
+    ROOT_URLCONF = "storage_service.delivery_urls"
+    MIDDLEWARE = [
+        "storage_service.middleware.RequestIdMiddleware",
+        "storage_service.logs.RequestLogMiddleware",
+        "storage_service.middleware.RequestLimitsMiddleware",
+        # HTTPS redirect and HSTS as the profile sets them (production's), as for the API.
+        "django.middleware.security.SecurityMiddleware",
+    ]
+elif SERVICE_ROLE != "api":
+    raise ImproperlyConfigured(f"SERVICE_ROLE must be api or delivery, got {SERVICE_ROLE!r}")
 # A refused CSRF check answers the one error body too (the API's views are exempt; the admin
 # and the probes are not).
 CSRF_FAILURE_VIEW = "storage_service.errorviews.csrf_failure"
