@@ -11,10 +11,24 @@ statement. What a user reads (``GET /v1/usage``, the admin, the console) is
 The fold renames the hash before reading it, so counts added meanwhile wait for the next
 fold, and deletes the renamed hash only after its statement commits: a fold that dies before
 committing leaves it to the next fold, which folds it first.
+
+Batches: a round trip to Redis per redirect is a large share of a resolution's time. So a
+process adds its redirects up in memory (``count``) and sends them to the hash in one
+round trip (``flush``) once a batch holds ``BATCH_REDIRECTS`` redirects, every
+``FLUSH_SECONDS`` (a thread of the process), and at the process's exit. The trade-off, as
+for the API keys' leases (accounts/throttling.py): a process that crashes loses at most one
+batch of bytes, and usage shows a redirect up to ``FLUSH_SECONDS`` later, on top of the
+fold's interval. With Redis down, a batch is written to ``BandwidthUsage`` at once instead.
+A fold sends its own process's batch first (a single-process deployment, the tests).
 """
 
 from __future__ import annotations
 
+import atexit
+import logging
+import os
+import threading
+import time
 from collections import defaultdict
 from datetime import UTC, date, datetime
 from functools import lru_cache
@@ -25,6 +39,8 @@ from django.db import connection, transaction
 
 from accounts.models import BandwidthUsage, Project
 from storage_service.redis_keys import redis_key
+
+logger = logging.getLogger(__name__)
 
 # Waiting counts; the one being folded.
 PENDING = "bandwidth:pending"
@@ -40,15 +56,95 @@ def client() -> redis.Redis:
     )
 
 
-def count_in(
-    pipe: redis.client.Pipeline, *, project_id: str, mode: str, size: int, downloads: int = 1
-) -> None:
-    """Add ``downloads`` of ``size`` bytes in all to today's (UTC) pending counts, in
-    ``pipe`` (negative: taken back)."""
-    field = f"{project_id}|{mode}|{datetime.now(UTC).date().isoformat()}"
-    pending = redis_key(PENDING)
-    pipe.hincrby(pending, f"{field}|bytes", size)
-    pipe.hincrby(pending, f"{field}|downloads", downloads)
+# A batch is sent once it holds this many redirects, or is this old.
+BATCH_REDIRECTS = 100
+FLUSH_SECONDS = 1.0
+
+TenantDay = tuple[str, str, str]  # project id, mode, UTC day (ISO)
+
+
+class Batch:
+    """This process's redirects not sent to Redis yet: bytes and downloads per tenant-day."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.counts: dict[TenantDay, list[int]] = defaultdict(lambda: [0, 0])
+        self.redirects = 0
+        self.flusher_pid = 0  # the process whose thread flushes on the interval
+
+    def take(self) -> dict[TenantDay, list[int]]:
+        with self.lock:
+            counts, self.counts = self.counts, defaultdict(lambda: [0, 0])
+            self.redirects = 0
+        return counts
+
+
+_batch = Batch()
+
+
+def count(*, project_id: str, mode: str, size: int) -> None:
+    """Add one redirect of ``size`` bytes to today's (UTC) counts of the tenant, in this
+    process's batch; the batch is sent when full (by this call), else by the flusher."""
+    if _batch.flusher_pid != os.getpid():
+        _start_flusher()
+    day = datetime.now(UTC).date().isoformat()
+    with _batch.lock:
+        figures = _batch.counts[(project_id, mode, day)]
+        figures[0] += size
+        figures[1] += 1
+        _batch.redirects += 1
+        full = _batch.redirects >= BATCH_REDIRECTS
+    if full:
+        flush()
+
+
+def flush() -> None:
+    """Send this process's batch to the pending counts in one round trip; with Redis down,
+    add it to ``BandwidthUsage`` at once (one statement)."""
+    counts = _batch.take()
+    if not counts:
+        return
+    try:
+        pipe = client().pipeline(transaction=True)
+        pending = redis_key(PENDING)
+        for (project_id, mode, day), (size, downloads) in counts.items():
+            field = f"{project_id}|{mode}|{day}"
+            pipe.hincrby(pending, f"{field}|bytes", size)
+            pipe.hincrby(pending, f"{field}|downloads", downloads)
+        pipe.execute()
+    except redis.RedisError as exc:
+        logger.warning(
+            "bandwidth written to PostgreSQL: Redis unavailable (%s)", type(exc).__name__
+        )
+        _upsert(
+            [
+                (project_id, mode, date.fromisoformat(day), size, downloads)
+                for (project_id, mode, day), (size, downloads) in counts.items()
+            ]
+        )
+
+
+def _start_flusher() -> None:
+    # Started by the first count of each process (a server's worker, never a parent that
+    # forks it), as is the flush at exit.
+    with _batch.lock:
+        if _batch.flusher_pid == os.getpid():
+            return
+        _batch.flusher_pid = os.getpid()
+    threading.Thread(target=_flush_every_interval, name="bandwidth-flush", daemon=True).start()
+    atexit.register(flush)
+
+
+def _flush_every_interval() -> None:
+    while True:
+        time.sleep(FLUSH_SECONDS)
+        try:
+            flush()
+        except Exception:
+            logger.exception("bandwidth batch not sent")
+        finally:
+            # This thread's own connection, opened only when Redis was down.
+            connection.close()
 
 
 _FOLD_UPSERT = (
@@ -59,8 +155,15 @@ _FOLD_UPSERT = (
 )
 
 
+def _upsert(rows: list[tuple[str, str, date, int, int]]) -> None:
+    """Add (project, mode, day, bytes, downloads) rows to ``BandwidthUsage``, one statement."""
+    with connection.cursor() as cursor:
+        cursor.execute(_FOLD_UPSERT, [list(column) for column in zip(*rows, strict=True)])
+
+
 def bandwidth_fold() -> int:
     """Add the pending counts to ``BandwidthUsage`` in one statement; how many tenant-days."""
+    flush()
     store = client()
     pending, folding = redis_key(PENDING), redis_key(FOLDING)
     with transaction.atomic():
@@ -80,7 +183,10 @@ def bandwidth_fold() -> int:
             project_id, mode, day, figure = text.split("|")
             at = 0 if figure == "bytes" else 1
             totals[(project_id, mode, date.fromisoformat(day))][at] += int(raw_value)
-        rows = [(*tenant_day, figures) for tenant_day, figures in totals.items()]
+        rows = [
+            (project_id, mode, day, size, downloads)
+            for (project_id, mode, day), (size, downloads) in totals.items()
+        ]
         if rows:
             # A project deleted since its redirects: its counts go with it.
             existing = set(
@@ -88,17 +194,7 @@ def bandwidth_fold() -> int:
             )
             rows = [row for row in rows if row[0] in existing]
         if rows:
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    _FOLD_UPSERT,
-                    [
-                        [row[0] for row in rows],
-                        [row[1] for row in rows],
-                        [row[2] for row in rows],
-                        [row[3][0] for row in rows],
-                        [row[3][1] for row in rows],
-                    ],
-                )
+            _upsert(rows)
     # Committed (or, inside an outer transaction, part of it): the renamed hash is spent.
     store.delete(folding)
     return len(rows)

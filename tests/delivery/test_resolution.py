@@ -356,6 +356,7 @@ def test_bandwidth_left_by_a_fold_that_died_is_folded_once(owner: Actor) -> None
     data = png_bytes()
     url = signed_url(owner, uploaded_file(owner, data)["id"])
     resolve(url)
+    bandwidth_counts.flush()  # this process's batch into the pending counts
     bandwidth_counts.client().rename(
         bandwidth_counts.redis_key(bandwidth_counts.PENDING),
         bandwidth_counts.redis_key(bandwidth_counts.FOLDING),
