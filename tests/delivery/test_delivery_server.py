@@ -1,0 +1,61 @@
+"""A delivery server (`python -m storage_service.serving --role delivery`) answers delivery
+URLs as the API does, and nothing else."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from urllib.parse import urlsplit
+
+import pytest
+import requests
+
+from tests.factories import Actor, make_actor
+from tests.helpers import uploaded_file
+from tests.servers import serve_api
+from tests.storage import get_from
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def actor(transactional_db: None) -> Actor:
+    return make_actor("served-apart")
+
+
+@pytest.fixture
+def delivery(transactional_db: None) -> Iterator[str]:
+    with serve_api(workers=1, role="delivery") as base:
+        yield base
+
+
+def test_the_delivery_server_resolves_urls_and_refuses_with_the_error_body(
+    actor: Actor, delivery: str
+) -> None:
+    actor.post("/v1/delivery-keys", {})
+    data = b"served apart"
+    file = uploaded_file(actor, data)
+    path = urlsplit(actor.post(f"/v1/files/{file['id']}/delivery-url", {}).json()["url"]).path
+
+    answer = requests.get(delivery + path, allow_redirects=False, timeout=10)
+    assert answer.status_code == 302
+    assert answer.headers["Cache-Control"] == "public, max-age=60"
+    assert answer.headers["X-Request-Id"].startswith("req_")
+    assert get_from(answer.headers["Location"]).content == data
+
+    forged = requests.get(delivery + path[:-2] + "xx", allow_redirects=False, timeout=10)
+    assert forged.status_code == 403
+    assert forged.json()["error"]["code"] == "INVALID_SIGNATURE"
+    assert forged.headers["Cache-Control"] == "no-store"
+    posted = requests.post(delivery + path, timeout=10)
+    assert (posted.status_code, posted.json()["error"]["code"]) == (405, "METHOD_NOT_ALLOWED")
+
+
+def test_the_delivery_server_answers_nothing_else_but_its_probes(delivery: str) -> None:
+    for path in ("/v1/files", "/v1/me", "/admin/", "/docs", "/", "/d/x"):
+        answer = requests.get(delivery + path, allow_redirects=False, timeout=10)
+        assert answer.status_code == 404, path
+        assert answer.json()["error"]["code"] == "NOT_FOUND"
+        posted = requests.post(delivery + path, json={}, timeout=10)
+        assert (posted.status_code, posted.json()["error"]["code"]) == (404, "NOT_FOUND")
+    assert requests.get(f"{delivery}/healthz", timeout=10).status_code == 200
+    assert requests.get(f"{delivery}/readyz", timeout=10).status_code == 200
