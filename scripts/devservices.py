@@ -99,11 +99,16 @@ def cmd_exec(args: argparse.Namespace, services: Services) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
-def banner(resolved: dict[str, str], api_url: str, delivery_url: str) -> None:
+def banner(resolved: dict[str, str], api_url: str, delivery_url: str | None = None) -> None:
     python = ".venv/bin/python"
+    delivery = (
+        f"\n  Delivery URLs:       {delivery_url}/d/… (a server of their own; the API answers "
+        "them too)"
+        if delivery_url
+        else ""
+    )
     text = f"""
-  Storage service API: {api_url}/v1/ (the API's document: {api_url}/docs)
-  Delivery URLs:       {delivery_url}/d/… (a server of their own; the API answers them too)
+  Storage service API: {api_url}/v1/ (the API's document: {api_url}/docs){delivery}
   Staff console:       {api_url}/admin/ (manage.py createsuperuser makes a login)
   Health:              {api_url}/healthz, {api_url}/readyz
   Database: {redact(resolved["DATABASE_URL"])}

@@ -16,10 +16,8 @@ from urllib.parse import urlsplit
 import pytest
 import requests
 
-from accounts.bandwidth import bandwidth_fold
-from accounts.models import BandwidthUsage
 from tests.factories import Actor, make_actor
-from tests.helpers import uploaded_file
+from tests.helpers import served_downloads, uploaded_file
 from tests.servers import free_port, serve_api
 from tests.storage import get_from, put_to
 from tests.variants.images import encode, stripes
@@ -92,18 +90,6 @@ def nginx(transactional_db: None, tmp_path: Path) -> Iterator[str]:
             server.wait(timeout=10)
 
 
-def folded_downloads(actor: Actor) -> int:
-    """The project's downloads once a server's batch of them has been sent (every
-    accounts.bandwidth.FLUSH_SECONDS) and folded."""
-    deadline = time.monotonic() + 10
-    while True:
-        bandwidth_fold()
-        usage = BandwidthUsage.objects.filter(project=actor.project).first()
-        if usage is not None or time.monotonic() > deadline:
-            return 0 if usage is None else usage.downloads
-        time.sleep(0.2)
-
-
 def test_redirects_are_cached_replaces_show_and_revocation_ends_at_expiry(
     actor: Actor, nginx: str
 ) -> None:
@@ -123,7 +109,7 @@ def test_redirects_are_cached_replaces_show_and_revocation_ends_at_expiry(
     assert get_from(hit.headers["Location"]).content == first
     # The delivery server saw one resolution: the second never reached it (its bytes, once
     # the server has sent its batch and it is folded).
-    assert folded_downloads(actor) == 1
+    assert served_downloads(actor, 1) == 1
     # Everything else is the API's, which the delivery server does not answer.
     assert requests.get(f"{nginx}/v1/me", timeout=10).json()["error"]["code"] == "UNAUTHENTICATED"
 
