@@ -14,12 +14,12 @@ committing leaves it to the next fold, which folds it first.
 
 Batches: a round trip to Redis per redirect is a large share of a resolution's time. So a
 process adds its redirects up in memory (``count``) and sends them to the hash in one
-round trip (``flush``) once a batch holds ``BATCH_REDIRECTS`` redirects, every
-``FLUSH_SECONDS`` (a thread of the process), and at the process's exit. The trade-off, as
-for the API keys' leases (accounts/throttling.py): a process that crashes loses at most one
-batch of bytes, and usage shows a redirect up to ``FLUSH_SECONDS`` later, on top of the
-fold's interval. With Redis down, a batch is written to ``BandwidthUsage`` at once instead.
-A fold sends its own process's batch first (a single-process deployment, the tests).
+round trip (``flush``) once a batch holds SERVICE_BANDWIDTH_BATCH_REDIRECTS redirects, every
+SERVICE_BANDWIDTH_FLUSH_SECONDS (a thread of the process), and at the process's exit. The
+trade-off, as for the API keys' leases (accounts/throttling.py): a process that crashes loses
+at most one batch of bytes, and usage shows a redirect up to that interval later, on top of
+the fold's. With Redis down, a batch is written to ``BandwidthUsage`` at once instead. A
+fold sends its own process's batch first (a single-process deployment, the tests).
 """
 
 from __future__ import annotations
@@ -56,10 +56,6 @@ def client() -> redis.Redis:
     )
 
 
-# A batch is sent once it holds this many redirects, or is this old.
-BATCH_REDIRECTS = 100
-FLUSH_SECONDS = 1.0
-
 TenantDay = tuple[str, str, str]  # project id, mode, UTC day (ISO)
 
 
@@ -93,7 +89,7 @@ def count(*, project_id: str, mode: str, size: int) -> None:
         figures[0] += size
         figures[1] += 1
         _batch.redirects += 1
-        full = _batch.redirects >= BATCH_REDIRECTS
+        full = _batch.redirects >= settings.SERVICE_BANDWIDTH_BATCH_REDIRECTS
     if full:
         flush()
 
@@ -116,7 +112,7 @@ def flush() -> None:
         logger.warning(
             "bandwidth written to PostgreSQL: Redis unavailable (%s)", type(exc).__name__
         )
-        _upsert(
+        _add_to_rows(
             [
                 (project_id, mode, date.fromisoformat(day), size, downloads)
                 for (project_id, mode, day), (size, downloads) in counts.items()
@@ -137,7 +133,7 @@ def _start_flusher() -> None:
 
 def _flush_every_interval() -> None:
     while True:
-        time.sleep(FLUSH_SECONDS)
+        time.sleep(settings.SERVICE_BANDWIDTH_FLUSH_SECONDS)
         try:
             flush()
         except Exception:
@@ -155,10 +151,19 @@ _FOLD_UPSERT = (
 )
 
 
-def _upsert(rows: list[tuple[str, str, date, int, int]]) -> None:
-    """Add (project, mode, day, bytes, downloads) rows to ``BandwidthUsage``, one statement."""
-    with connection.cursor() as cursor:
-        cursor.execute(_FOLD_UPSERT, [list(column) for column in zip(*rows, strict=True)])
+def _add_to_rows(rows: list[tuple[str, str, date, int, int]]) -> int:
+    """Add (project, mode, day, bytes, downloads) rows to ``BandwidthUsage`` in one
+    statement; how many were added. A project deleted since its redirects: its counts go
+    with it."""
+    if rows:
+        existing = set(
+            Project.objects.filter(id__in={row[0] for row in rows}).values_list("id", flat=True)
+        )
+        rows = [row for row in rows if row[0] in existing]
+    if rows:
+        with connection.cursor() as cursor:
+            cursor.execute(_FOLD_UPSERT, [list(column) for column in zip(*rows, strict=True)])
+    return len(rows)
 
 
 def bandwidth_fold() -> int:
@@ -183,18 +188,12 @@ def bandwidth_fold() -> int:
             project_id, mode, day, figure = text.split("|")
             at = 0 if figure == "bytes" else 1
             totals[(project_id, mode, date.fromisoformat(day))][at] += int(raw_value)
-        rows = [
-            (project_id, mode, day, size, downloads)
-            for (project_id, mode, day), (size, downloads) in totals.items()
-        ]
-        if rows:
-            # A project deleted since its redirects: its counts go with it.
-            existing = set(
-                Project.objects.filter(id__in={row[0] for row in rows}).values_list("id", flat=True)
-            )
-            rows = [row for row in rows if row[0] in existing]
-        if rows:
-            _upsert(rows)
+        added = _add_to_rows(
+            [
+                (project_id, mode, day, size, downloads)
+                for (project_id, mode, day), (size, downloads) in totals.items()
+            ]
+        )
     # Committed (or, inside an outer transaction, part of it): the renamed hash is spent.
     store.delete(folding)
-    return len(rows)
+    return added

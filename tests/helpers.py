@@ -90,7 +90,7 @@ def register_webhook(actor: Actor, url: str, events: list[str] | None = None) ->
 
 def served_downloads(actor: Actor, expected: int) -> int:
     """The actor's project's downloads once the redirects a server process answered are
-    folded: a server sends its batch of them every accounts.bandwidth.FLUSH_SECONDS, so the
+    folded: a server sends its batch of them every SERVICE_BANDWIDTH_FLUSH_SECONDS, so the
     fold is tried until ``expected`` show, for at most 10 s."""
     deadline = time.monotonic() + 10
     while True:

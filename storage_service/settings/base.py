@@ -524,3 +524,7 @@ SERVICE_DELIVERY_TRANSFORM_HOLD_MS = env_int(
 )
 # Resolutions per project per minute, over every API process (Redis); 0 turns it off.
 SERVICE_DELIVERY_RATE_PER_MINUTE = env_int("SERVICE_DELIVERY_RATE_PER_MINUTE", 60_000, minimum=0)
+# A process sends its redirects' bytes to Redis once it holds this many, and at least this
+# often: a process that crashes loses at most that batch (accounts/bandwidth.py).
+SERVICE_BANDWIDTH_BATCH_REDIRECTS = env_int("SERVICE_BANDWIDTH_BATCH_REDIRECTS", 100, minimum=1)
+SERVICE_BANDWIDTH_FLUSH_SECONDS = env_int("SERVICE_BANDWIDTH_FLUSH_SECONDS", 1, minimum=1)
