@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from django.db import connection
+from django.db import InterfaceError, OperationalError, connection
 from django.db.models import Field, Model
 
 from accounts.tenancy import Tenant
@@ -116,6 +117,26 @@ _RESOLUTION_SQL = (
 )
 
 
+def _read_once_more_if_closed(sql: str, params: list[Any]) -> tuple[Any, ...] | None:
+    """The statement's one row, sent again once on a new connection when the connection it
+    was sent on, opened by an earlier request, turns out closed by PostgreSQL (a restart, a
+    failover, an idle timeout): a delivery server checks no connection before a request
+    (settings: SERVICE_ROLE), so this, each request's first statement, finds out. Only
+    outside a transaction, where a read sent again is the same read."""
+    reused = connection.connection is not None
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.fetchone()
+    except (OperationalError, InterfaceError):
+        if not reused or connection.in_atomic_block:
+            raise
+    connection.close()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchone()
+
+
 def resolution_rows(
     *, key_id: str, file_id: str, version: int | None, label: str | None
 ) -> ResolutionRows | None:
@@ -125,9 +146,7 @@ def resolution_rows(
         return None
     if not looks_like_id(file_id, "file"):
         file_id = ""  # no file has it: a 404 once the signature is checked
-    with connection.cursor() as cursor:
-        cursor.execute(_RESOLUTION_SQL, [file_id, version, label or "", key_id])
-        row = cursor.fetchone()
+    row = _read_once_more_if_closed(_RESOLUTION_SQL, [file_id, version, label or "", key_id])
     if row is None:
         return None
     file = None if row[_FILE_AT] is None else FileRow(*row[_FILE_AT:_VARIANT_AT])

@@ -114,6 +114,11 @@ TEMPLATES = [
 
 DATABASE_URL = env_str("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/storage_service")
 DATABASES = {"default": with_session_timeouts(database_from_url(DATABASE_URL))}
+if SERVICE_ROLE == "delivery":
+    # A resolution's first statement finds a connection PostgreSQL closed (a restart, a
+    # failover) itself and is sent again on a new one (delivery/selectors.py), so Django's
+    # SELECT 1 before each request's first query would only add a round trip to every one.
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = False
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")

@@ -8,11 +8,13 @@ from urllib.parse import urlsplit
 
 import pytest
 import requests
+from django.db import connection
 
 from tests.factories import Actor, make_actor
 from tests.helpers import uploaded_file
 from tests.servers import serve_api
 from tests.storage import get_from
+from tests.subprocesses import database_url
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -59,3 +61,30 @@ def test_the_delivery_server_answers_nothing_else_but_its_probes(delivery: str) 
         assert (posted.status_code, posted.json()["error"]["code"]) == (404, "NOT_FOUND")
     assert requests.get(f"{delivery}/healthz", timeout=10).status_code == 200
     assert requests.get(f"{delivery}/readyz", timeout=10).status_code == 200
+
+
+def test_a_connection_postgresql_closed_is_replaced_within_the_request(actor: Actor) -> None:
+    """A delivery server checks no connection before a request: a resolution that finds its
+    connection closed (a restart, a failover) reads again on a new one, and still answers."""
+    actor.post("/v1/delivery-keys", {})
+    path = urlsplit(
+        actor.post(f"/v1/files/{uploaded_file(actor)['id']}/delivery-url", {}).json()["url"]
+    ).path
+    separator = "&" if "?" in database_url() else "?"
+    named = f"{database_url()}{separator}application_name=delivery-under-test"
+    with serve_api(workers=1, role="delivery", DATABASE_URL=named) as delivery:
+        for _ in range(8):  # a connection held by each of the worker's threads
+            assert requests.get(delivery + path, allow_redirects=False, timeout=10).ok
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                " WHERE application_name = %s",
+                ["delivery-under-test"],
+            )
+            (closed,) = cursor.fetchone()
+        assert closed >= 1
+        answers = [
+            requests.get(delivery + path, allow_redirects=False, timeout=10).status_code
+            for _ in range(8)
+        ]
+    assert answers == [302] * 8
