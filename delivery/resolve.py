@@ -54,7 +54,8 @@ def resolve(
             file_id=file_id,
             options_text=options,
             signature=signature,
-            accept=request.headers.get("Accept", ""),
+            # From META: request.headers would build a mapping of every header to read one.
+            accept=request.META.get("HTTP_ACCEPT", ""),
             waited_ms=_waited(request),
         )
     except ApiError as error:
