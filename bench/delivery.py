@@ -470,7 +470,8 @@ def report(
         )
     )
     print(
-        "'server CPU': the API's processes, or on the peer's row its Node process; 'other"
+        "'server CPU': our server's processes (the delivery server's on the /d/ row, the "
+        "API's on GET's), or on the peer's row its Node process; 'other"
         " cores': the most, over the rounds, used by wrk and the rest of the machine."
     )
 
@@ -507,7 +508,10 @@ def report(
             rows,
         )
     )
-    print("CPU columns: ours/peer; 'server' is our API, or the peer's Node process.")
+    print(
+        "CPU columns: ours/peer; 'server' is our server resolving the URLs (the delivery "
+        "server, unless --delivery api), or the peer's Node process."
+    )
 
     print("\nGoals (on the median ratio):")
     for label, reference, goal in GOALS:

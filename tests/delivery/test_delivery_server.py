@@ -8,10 +8,12 @@ from urllib.parse import urlsplit
 
 import pytest
 import requests
+from django.conf import settings
 from django.db import connection
 
 from tests.factories import Actor, make_actor
 from tests.helpers import uploaded_file
+from tests.proxy import TcpProxy
 from tests.servers import serve_api
 from tests.storage import get_from
 from tests.subprocesses import database_url
@@ -88,3 +90,28 @@ def test_a_connection_postgresql_closed_is_replaced_within_the_request(actor: Ac
             for _ in range(8)
         ]
     assert answers == [302] * 8
+
+
+def test_the_delivery_server_answers_503_while_postgresql_is_away(actor: Actor) -> None:
+    db = settings.DATABASES["default"]
+    if str(db["HOST"]).startswith("/"):
+        pytest.skip("the embedded PostgreSQL listens on a unix socket; no TCP to cut")
+    actor.post("/v1/delivery-keys", {})
+    path = urlsplit(
+        actor.post(f"/v1/files/{uploaded_file(actor)['id']}/delivery-url", {}).json()["url"]
+    ).path
+    with TcpProxy((str(db["HOST"] or "127.0.0.1"), int(str(db["PORT"] or 5432)))) as proxy:
+        url = database_url(host="127.0.0.1", port=proxy.port)
+        with serve_api(
+            workers=1, role="delivery", DATABASE_URL=url, DATABASE_CONNECT_TIMEOUT="2"
+        ) as delivery:
+            assert requests.get(delivery + path, allow_redirects=False, timeout=10).ok
+            proxy.cut()
+            away = requests.get(delivery + path, allow_redirects=False, timeout=15)
+            assert away.status_code == 503, away.text
+            assert away.json()["error"]["code"] == "SERVICE_UNAVAILABLE"
+            assert away.headers["Retry-After"] == "1"
+            assert away.headers["Cache-Control"] == "no-store"
+            proxy.restore()
+            back = requests.get(delivery + path, allow_redirects=False, timeout=10)
+            assert back.status_code == 302
