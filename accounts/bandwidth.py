@@ -13,13 +13,14 @@ fold, and deletes the renamed hash only after its statement commits: a fold that
 committing leaves it to the next fold, which folds it first.
 
 Batches: a round trip to Redis per redirect is a large share of a resolution's time. So a
-process adds its redirects up in memory (``count``) and sends them to the hash in one
-round trip (``flush``) once a batch holds SERVICE_BANDWIDTH_BATCH_REDIRECTS redirects, every
-SERVICE_BANDWIDTH_FLUSH_SECONDS (a thread of the process), and at the process's exit. The
-trade-off, as for the API keys' leases (accounts/throttling.py): a process that crashes loses
-at most one batch of bytes, and usage shows a redirect up to that interval later, on top of
-the fold's. With Redis down, a batch is written to ``BandwidthUsage`` at once instead. A
-fold sends its own process's batch first (a single-process deployment, the tests).
+process adds its redirects up in memory (``count``) and sends them to the hash in one round
+trip (``flush``) once a batch holds SERVICE_BANDWIDTH_BATCH_REDIRECTS redirects, every
+SERVICE_BANDWIDTH_FLUSH_SECONDS (a thread of the process), and at exit where the interpreter
+runs its exit handlers (granian ends its workers without them). The trade-off, as for the API
+keys' leases (accounts/throttling.py): a process that crashes or stops loses at most one batch
+of bytes, and usage shows a redirect up to that interval later, on top of the fold's. With
+Redis down, a batch is written to ``BandwidthUsage`` at once instead. A fold sends its own
+process's batch first (a single-process deployment, the tests).
 """
 
 from __future__ import annotations
