@@ -1,8 +1,7 @@
 """Bandwidth counted in Redis on a hot path, and folded into ``BandwidthUsage`` off it.
 
-A delivery URL's redirect (delivery/resolution.py) counts its bytes here, in the Redis round
-trip that also counts the project's resolution budget, instead of an upsert into PostgreSQL
-per redirect. The counts wait in one Redis hash, a field per tenant, UTC day and figure
+A delivery URL's redirect (delivery/resolution.py) counts its bytes here, in batches sent to
+Redis (below), instead of an upsert into PostgreSQL per redirect. The counts wait in one Redis hash, a field per tenant, UTC day and figure
 (``<project>|<mode>|<day>|bytes`` and ``…|downloads``); the fold (``bandwidth_fold``, a beat
 task every SERVICE_BANDWIDTH_FOLD_INTERVAL_SECONDS) adds them to the day's rows in one
 statement. What a user reads (``GET /v1/usage``, the admin, the console) is
@@ -19,10 +18,25 @@ Each fold is added exactly once, whichever step a fold dies at:
 3. Only after the commit does it delete those hashes and their ids (one MULTI). A fold that
    died before this step, or whose Redis failed, left hashes whose ids have rows: the next
    fold deletes them without adding them again, and drops the rows whose hashes are gone.
+
+Batches: a round trip to Redis per redirect is a large share of a resolution's time. So a
+process adds its redirects up in memory (``count``) and sends them to the hash in one round
+trip (``flush``) once a batch holds SERVICE_BANDWIDTH_BATCH_REDIRECTS redirects, every
+SERVICE_BANDWIDTH_FLUSH_SECONDS (a thread of the process), and at exit where the interpreter
+runs its exit handlers (granian ends its workers without them). The trade-off, as for the API
+keys' leases (accounts/throttling.py): a process that crashes or stops loses at most one batch
+of bytes, and usage shows a redirect up to that interval later, on top of the fold's. With
+Redis down, a batch is written to ``BandwidthUsage`` at once instead. A fold sends its own
+process's batch first (a single-process deployment, the tests).
 """
 
 from __future__ import annotations
 
+import atexit
+import logging
+import os
+import threading
+import time
 import uuid
 from collections import defaultdict
 from datetime import UTC, date, datetime
@@ -34,6 +48,8 @@ from django.db import connection, transaction
 
 from accounts.models import BandwidthFold, BandwidthUsage, Project
 from storage_service.redis_keys import redis_key
+
+logger = logging.getLogger(__name__)
 
 # Waiting counts; the ids of the folds whose hashes are still in Redis; a fold's hash.
 PENDING = "bandwidth:pending"
@@ -55,15 +71,91 @@ def client() -> redis.Redis:
     )
 
 
-def count_in(
-    pipe: redis.client.Pipeline, *, project_id: str, mode: str, size: int, downloads: int = 1
-) -> None:
-    """Add ``downloads`` of ``size`` bytes in all to today's (UTC) pending counts, in
-    ``pipe`` (negative: taken back)."""
-    field = f"{project_id}|{mode}|{datetime.now(UTC).date().isoformat()}"
-    pending = redis_key(PENDING)
-    pipe.hincrby(pending, f"{field}|bytes", size)
-    pipe.hincrby(pending, f"{field}|downloads", downloads)
+TenantDay = tuple[str, str, str]  # project id, mode, UTC day (ISO)
+
+
+class Batch:
+    """This process's redirects not sent to Redis yet: bytes and downloads per tenant-day."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.counts: dict[TenantDay, list[int]] = defaultdict(lambda: [0, 0])
+        self.redirects = 0
+        self.flusher_pid = 0  # the process whose thread flushes on the interval
+
+    def take(self) -> dict[TenantDay, list[int]]:
+        with self.lock:
+            counts, self.counts = self.counts, defaultdict(lambda: [0, 0])
+            self.redirects = 0
+        return counts
+
+
+_batch = Batch()
+
+
+def count(*, project_id: str, mode: str, size: int) -> None:
+    """Add one redirect of ``size`` bytes to today's (UTC) counts of the tenant, in this
+    process's batch; the batch is sent when full (by this call), else by the flusher."""
+    if _batch.flusher_pid != os.getpid():
+        _start_flusher()
+    day = datetime.now(UTC).date().isoformat()
+    with _batch.lock:
+        figures = _batch.counts[(project_id, mode, day)]
+        figures[0] += size
+        figures[1] += 1
+        _batch.redirects += 1
+        full = _batch.redirects >= settings.SERVICE_BANDWIDTH_BATCH_REDIRECTS
+    if full:
+        flush()
+
+
+def flush() -> None:
+    """Send this process's batch to the pending counts in one round trip; with Redis down,
+    add it to ``BandwidthUsage`` at once (one statement)."""
+    counts = _batch.take()
+    if not counts:
+        return
+    try:
+        pipe = client().pipeline(transaction=True)
+        pending = redis_key(PENDING)
+        for (project_id, mode, day), (size, downloads) in counts.items():
+            field = f"{project_id}|{mode}|{day}"
+            pipe.hincrby(pending, f"{field}|bytes", size)
+            pipe.hincrby(pending, f"{field}|downloads", downloads)
+        pipe.execute()
+    except redis.RedisError as exc:
+        logger.warning(
+            "bandwidth written to PostgreSQL: Redis unavailable (%s)", type(exc).__name__
+        )
+        _add_to_rows(
+            [
+                (project_id, mode, date.fromisoformat(day), size, downloads)
+                for (project_id, mode, day), (size, downloads) in counts.items()
+            ]
+        )
+
+
+def _start_flusher() -> None:
+    # Started by the first count of each process (a server's worker, never a parent that
+    # forks it), as is the flush at exit.
+    with _batch.lock:
+        if _batch.flusher_pid == os.getpid():
+            return
+        _batch.flusher_pid = os.getpid()
+    threading.Thread(target=_flush_every_interval, name="bandwidth-flush", daemon=True).start()
+    atexit.register(flush)
+
+
+def _flush_every_interval() -> None:
+    while True:
+        time.sleep(settings.SERVICE_BANDWIDTH_FLUSH_SECONDS)
+        try:
+            flush()
+        except Exception:
+            logger.exception("bandwidth batch not sent")
+        finally:
+            # This thread's own connection, opened only when Redis was down.
+            connection.close()
 
 
 _FOLD_UPSERT = (
@@ -74,10 +166,26 @@ _FOLD_UPSERT = (
 )
 
 
+def _add_to_rows(rows: list[tuple[str, str, date, int, int]]) -> int:
+    """Add (project, mode, day, bytes, downloads) rows to ``BandwidthUsage`` in one
+    statement; how many were added. A project deleted since its redirects: its counts go
+    with it."""
+    if rows:
+        existing = set(
+            Project.objects.filter(id__in={row[0] for row in rows}).values_list("id", flat=True)
+        )
+        rows = [row for row in rows if row[0] in existing]
+    if rows:
+        with connection.cursor() as cursor:
+            cursor.execute(_FOLD_UPSERT, [list(column) for column in zip(*rows, strict=True)])
+    return len(rows)
+
+
 def bandwidth_fold() -> int:
     """Add the pending counts, and any a fold left uncommitted, to ``BandwidthUsage`` in one
     statement, each exactly once (the steps are in the module's docstring); how many
     tenant-days."""
+    flush()  # this process's own batch first (a single-process deployment, the tests)
     store = client()
     with transaction.atomic():
         with connection.cursor() as cursor:
@@ -95,25 +203,13 @@ def bandwidth_fold() -> int:
             )
         }
         unfolded = [fold_id for fold_id in fold_ids if fold_id not in recorded]
-        rows = _add_up(store, unfolded)
-        if rows:
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    _FOLD_UPSERT,
-                    [
-                        [row[0] for row in rows],
-                        [row[1] for row in rows],
-                        [row[2] for row in rows],
-                        [row[3][0] for row in rows],
-                        [row[3][1] for row in rows],
-                    ],
-                )
+        added = _add_to_rows(_add_up(store, unfolded))
         BandwidthFold.objects.bulk_create(BandwidthFold(id=fold_id) for fold_id in unfolded)
         # The rows of folds whose hashes are gone from Redis have done their work.
         BandwidthFold.objects.exclude(id__in=fold_ids).delete()
         # Robust: a Redis failure here leaves spent hashes, which the next fold deletes.
         transaction.on_commit(lambda: _delete_spent(store, fold_ids), robust=True)
-    return len(rows)
+    return added
 
 
 def _take_pending(store: redis.Redis) -> list[str]:
@@ -133,8 +229,8 @@ def _take_pending(store: redis.Redis) -> list[str]:
     )
 
 
-def _add_up(store: redis.Redis, fold_ids: list[str]) -> list[tuple[str, str, date, list[int]]]:
-    """The counts in the folds' hashes, summed per tenant-day, of the projects that exist."""
+def _add_up(store: redis.Redis, fold_ids: list[str]) -> list[tuple[str, str, date, int, int]]:
+    """The counts in the folds' hashes, summed per tenant-day."""
     totals: dict[tuple[str, str, date], list[int]] = defaultdict(lambda: [0, 0])
     for fold_id in fold_ids:
         for raw_field, raw_value in store.hgetall(fold_key(fold_id)).items():
@@ -142,14 +238,7 @@ def _add_up(store: redis.Redis, fold_ids: list[str]) -> list[tuple[str, str, dat
             project_id, mode, day, figure = text.split("|")
             at = 0 if figure == "bytes" else 1
             totals[(project_id, mode, date.fromisoformat(day))][at] += int(raw_value)
-    rows = [(*tenant_day, figures) for tenant_day, figures in totals.items()]
-    if not rows:
-        return rows
-    # A project deleted since its redirects: its counts go with it.
-    existing = set(
-        Project.objects.filter(id__in={row[0] for row in rows}).values_list("id", flat=True)
-    )
-    return [row for row in rows if row[0] in existing]
+    return [(*tenant_day, size, downloads) for tenant_day, (size, downloads) in totals.items()]
 
 
 def _delete_spent(store: redis.Redis, fold_ids: list[str]) -> None:

@@ -52,10 +52,11 @@ class Server:
     proc: subprocess.Popen[bytes]
     log_path: Path
     app: str = "storage_service.wsgi:application"
+    role: str = "api"
 
     def describe(self) -> str:
         return (
-            f"{self.app}, {self.workers} workers ({worker_line()}, from "
+            f"{self.app} ({self.role} role), {self.workers} workers ({worker_line()}, from "
             f"storage_service/serving.py as `make run`), {self.base_url}"
         )
 
@@ -186,6 +187,7 @@ def api_server(
     app: str = "storage_service.wsgi:application",
     settings_module: str = SETTINGS_MODULE,
     ready_path: str = "/v1/me",
+    role: str = "api",
 ) -> Iterator[Server]:
     """The API server as ``scripts/devservices.py run`` starts it, on a free 127.0.0.1 port.
 
@@ -193,7 +195,8 @@ def api_server(
     command line is devservices' (no access log: the service logs each request itself, as one
     JSON line). Here its output goes to a temporary file, shown if it fails. ``app`` and
     ``settings_module`` serve another app (the benchmark's references, bench/reference/) with
-    the very same server settings.
+    the very same server settings. ``role="delivery"``: a delivery server (only delivery URLs
+    and the probes), as ``make run`` starts one beside the API.
     """
     port = free_port()
     workers = web_workers()
@@ -215,7 +218,7 @@ def api_server(
     # `make run`'s own command line: every setting but the address is in storage_service/serving.py.
     from scripts.devservices import api_command
 
-    cmd = [str(part) for part in api_command(port, app=app)]
+    cmd = [str(part) for part in api_command(port, app=app, role=role)]
     with log_path.open("wb") as out:
         proc = subprocess.Popen(
             cmd,
@@ -226,7 +229,7 @@ def api_server(
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group: stopping it stops the workers
         )
-    server = Server(f"http://127.0.0.1:{port}", port, workers, proc, log_path, app)
+    server = Server(f"http://127.0.0.1:{port}", port, workers, proc, log_path, app, role)
     try:
         _wait_ready(server, ready_path)
         log(f"started {server.describe()}")

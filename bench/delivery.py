@@ -3,7 +3,7 @@ ready variant, and a page's 1,000 thumbnails fetched end to end as a browser fet
 
     .venv/bin/python -m bench.delivery --peer-url http://127.0.0.1:5000 --peer-key <service key>
         [--rounds 3] [--duration 8] [--warmup 2] [--thumbnails 1000] [--concurrency 6]
-        [--peer-bucket bench-delivery]
+        [--peer-bucket bench-delivery] [--delivery apart|api]
 
 Setup (unmeasured): a fresh project in the bench database with a delivery key, ``--thumbnails``
 photo-like JPEGs (1200x900) uploaded through the API with the Python client, their
@@ -11,6 +11,11 @@ thumbnails (256-pixel WebP, made on upload) and one 340-pixel WebP variant of th
 30 KB image) rendered in this process by the workers' own code. The peer's private bucket
 gets the very same bytes: the 30 KB image and one object per thumbnail (overwritten if there,
 left in place).
+
+Delivery URLs resolve on a delivery server beside the API (``--delivery apart``, the
+default: ``python -m storage_service.serving --role delivery``, as ``make run`` starts it), or
+on the API itself (``--delivery api``: a deployment of one server); the API's GET is always
+the API's.
 
 1. **Resolution**, wrk (2 threads, 16 connections) one after the other in each round:
    ``GET /d/…`` of the 30 KB variant (a 302 to the store; no Authorization: the URL is the
@@ -30,6 +35,7 @@ as bench/README.md says), so the bytes come from the same place. Goals: resoluti
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import json
 import logging
@@ -159,7 +165,7 @@ class Fetched:
     bytes: int
     failures: int
     client_cpu: float
-    server_cpu: float  # ours: the API; the peer: its Node process
+    server_cpu: float  # ours: the server resolving; the peer: its Node process
     store_cpu: float
     postgres_cpu: float
 
@@ -217,6 +223,12 @@ def main() -> int:
     parser.add_argument("--warmup", type=float, default=2.0, help="unmeasured seconds first")
     parser.add_argument("--thumbnails", type=int, default=1000)
     parser.add_argument(
+        "--delivery",
+        choices=["apart", "api"],
+        default="apart",
+        help="resolve on a delivery server beside the API (default), or on the API",
+    )
+    parser.add_argument(
         "--concurrency", type=int, default=6, help="end to end: requests in flight (a browser's 6)"
     )
     args = parser.parse_args()
@@ -263,7 +275,14 @@ def main() -> int:
     if address.hostname in ("127.0.0.1", "localhost"):
         peer.pid = bench.listener_pid(address.port or 80)
     try:
-        with bench.api_server(url) as api:
+        with (
+            bench.api_server(url) as api,
+            (
+                bench.api_server(url, role="delivery", ready_path="/healthz")
+                if args.delivery == "apart"
+                else contextlib.nullcontext(api)
+            ) as delivery,
+        ):
             client = Client(
                 api_key=raw_key,
                 base_url=api.base_url,
@@ -328,7 +347,7 @@ def main() -> int:
 
             loads = [
                 (
-                    api,
+                    delivery,
                     None,
                     Load(
                         RESOLVE, "api", urllib.parse.urlsplit(image_url).path, accept=IMAGE_ACCEPT
@@ -354,22 +373,29 @@ def main() -> int:
                 rounds.append(this)
 
             ours_file, peer_file = workdir / "ours.txt", workdir / "peer.txt"
-            ours_file.write_text("\n".join(thumb_urls) + "\n")
+            # Signed on the API's host; the same paths on the delivery server's.
+            ours_file.write_text(
+                "".join(
+                    url.replace(api.base_url, delivery.base_url, 1) + "\n" for url in thumb_urls
+                )
+            )
             peer_file.write_text("\n".join(peer_thumb_urls) + "\n")
             peer_server = Remote(peer.url, peer.pid)
             for number in range(1, args.rounds + 1):
                 bench.log(f"round {number}: {args.thumbnails} thumbnails end to end")
                 if number % 2:
-                    ours = fetch_all(ours_file, args.concurrency, api, store)
+                    ours = fetch_all(ours_file, args.concurrency, delivery, store)
                     theirs = fetch_all(peer_file, args.concurrency, peer_server, store)
                 else:
                     theirs = fetch_all(peer_file, args.concurrency, peer_server, store)
-                    ours = fetch_all(ours_file, args.concurrency, api, store)
+                    ours = fetch_all(ours_file, args.concurrency, delivery, store)
                 for side in (ours, theirs):
                     if side.failures or side.bytes != len(thumbnail) * args.thumbnails:
                         raise SystemExit(f"a pass fetched wrong bytes: {side}")
                 passes.append((ours, theirs))
             api_line = api.describe()
+            if delivery is not api:
+                api_line += f"; delivery: {delivery.describe()}"
         # Before the cleanup, which a busy store may make slow.
         report(
             rounds, passes, args, peer, api_line, bool(settings.DEBUG), len(image), len(thumbnail)
@@ -444,7 +470,8 @@ def report(
         )
     )
     print(
-        "'server CPU': the API's processes, or on the peer's row its Node process; 'other"
+        "'server CPU': our server's processes (the delivery server's on the /d/ row, the "
+        "API's on GET's), or on the peer's row its Node process; 'other"
         " cores': the most, over the rounds, used by wrk and the rest of the machine."
     )
 
@@ -481,7 +508,10 @@ def report(
             rows,
         )
     )
-    print("CPU columns: ours/peer; 'server' is our API, or the peer's Node process.")
+    print(
+        "CPU columns: ours/peer; 'server' is our server resolving the URLs (the delivery "
+        "server, unless --delivery api), or the peer's Node process."
+    )
 
     print("\nGoals (on the median ratio):")
     for label, reference, goal in GOALS:

@@ -2,7 +2,7 @@
 directly (no network, no HTTP server), 3 x 2,000 requests timed, then 2,000 under cProfile.
 
     .venv/bin/python -m bench.profile_get [--requests 2000] [--top 25]
-        [--endpoint get|list|upload|resolve] [--instructions]
+        [--endpoint get|list|upload|resolve] [--role api|delivery] [--instructions]
 
 Prints the mean wall time and CPU time (this process: Python, not PostgreSQL or Redis) per
 request (median and range of the 3 timed runs), the SQL statements one request sends, then the
@@ -11,8 +11,10 @@ query, rate-limit count, request log, rendering, middleware), and the top functi
 own time. cProfile's overhead inflates every figure by a similar factor: read the shares, not
 the absolute times, from the profile. ``resolve`` is a delivery URL of a ready variant
 (``GET /d/…``, a 302 to the store): it also lists the Redis commands and store calls one
-resolution makes. Uses the bench database with a fresh project of its
-own (api_throughput's: the list is 20 of a folder of 100), deleted afterwards.
+resolution makes. ``--role delivery`` serves the request as a delivery server does
+(``SERVICE_ROLE=delivery``: only /d/ and the probes, behind the middleware a resolution
+needs); the default is the API, which answers /d/ too. Uses the bench database with a fresh
+project of its own (api_throughput's: the list is 20 of a folder of 100), deleted afterwards.
 
 ``--instructions`` counts instead the CPU instructions this process spends per request
 (valgrind's callgrind): the same count run after run whatever else the machine is doing, where
@@ -62,9 +64,10 @@ PARTS = [
     ("delivery: resolution", "delivery/resolution.py", "delivery_resolve"),
     ("delivery: key, file and variant (SQL)", "delivery/selectors.py", "resolution_rows"),
     ("delivery: signature check", "delivery/signing.py", "signature_matches"),
-    ("delivery: budget and bandwidth (Redis)", "delivery/resolution.py", "_count"),
+    ("delivery: budget (lease, Redis)", "delivery/resolution.py", "_within_budget"),
     ("delivery: presigned Location", "objectstore/__init__.py", "signed_get_url"),
-    ("delivery: bandwidth record", "accounts/services.py", "bandwidth_record"),
+    ("delivery: bandwidth (batch)", "accounts/bandwidth.py", "count"),
+    ("delivery: bandwidth batch sent (Redis)", "accounts/bandwidth.py", "flush"),
     ("middleware: sessions", "django/contrib/sessions/middleware.py", "process_response"),
 ]
 
@@ -200,7 +203,7 @@ def callgrind_control(switch: str) -> None:
     )
 
 
-def count_instructions(endpoint: str, requests: int) -> int:
+def count_instructions(endpoint: str, requests: int, role: str) -> int:
     """Run this script under callgrind, counting only the timed requests, and print the
     instructions per request."""
     if shutil.which("valgrind") is None:
@@ -221,6 +224,8 @@ def count_instructions(endpoint: str, requests: int) -> int:
                 endpoint,
                 "--requests",
                 str(requests),
+                "--role",
+                role,
             ],
             env={**os.environ, _UNDER_CALLGRIND: "1"},
             capture_output=True,
@@ -232,7 +237,8 @@ def count_instructions(endpoint: str, requests: int) -> int:
         raise SystemExit(f"the run under callgrind failed ({done.returncode})")
     count = int(collected.group(1)) / requests
     print(
-        f"{endpoint} in-process: {count / 1e6:.3f} M instructions per request ({requests} requests)"
+        f"{endpoint} in-process ({role} role): {count / 1e6:.3f} M instructions per request "
+        f"({requests} requests)"
     )
     return 0
 
@@ -252,19 +258,29 @@ def main() -> int:
         "delivery URL of a ready variant",
     )
     parser.add_argument(
+        "--role",
+        choices=["api", "delivery"],
+        default="api",
+        help="serve as the API (default) or as a delivery server (resolve only)",
+    )
+    parser.add_argument(
         "--instructions",
         action="store_true",
         help="count CPU instructions per request under callgrind instead of timing",
     )
     args = parser.parse_args()
+    if args.role == "delivery" and args.endpoint != "resolve":
+        parser.error("a delivery server answers only --endpoint resolve")
     if args.instructions and not os.environ.get(_UNDER_CALLGRIND):
-        return count_instructions(args.endpoint, args.requests)
+        return count_instructions(args.endpoint, args.requests, args.role)
 
     url = bench.bench_database_url()
     bench.ensure_database(url)
     # The limiter stays on (its Redis round trip is measured), with budgets never reached.
     os.environ["SERVICE_RATE_LIMIT_READS_PER_MINUTE"] = str(10**9)
     os.environ["SERVICE_RATE_LIMIT_WRITES_PER_MINUTE"] = str(10**9)
+    os.environ["SERVICE_DELIVERY_RATE_PER_MINUTE"] = str(10**9)
+    os.environ["SERVICE_ROLE"] = args.role
     bench.setup_django(url)
     import logging
 

@@ -6,22 +6,28 @@ refusal, and returns the redirect (or, while an on-demand variant is being made,
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import PurePosixPath
 
-import redis
 from django.conf import settings
 
 from accounts import bandwidth as bandwidth_counts
-from accounts.services import bandwidth_record
+from accounts.models import Project
 from accounts.tenancy import Tenant
+from accounts.throttling import Budget, count_request
 from delivery import signing
 from delivery.secret import secret_of
-from delivery.selectors import ResolutionRows, resolution_rows
+from delivery.selectors import (
+    FileRow,
+    KeyRow,
+    ResolutionRows,
+    VariantRow,
+    resolution_rows,
+    variant_row,
+)
 from delivery.serializers import DELIVERY_FORMATS
 from files.models import File, FileVersion
 from storage_service import objectstore
@@ -34,14 +40,11 @@ from storage_service.errors import (
     VariantFailed,
     VariantNotReady,
 )
-from storage_service.redis_keys import redis_key
 from storage_service.serving import web_threads
 from variants import readiness
 from variants.imaging import FITS, FORMATS, MAX_DIMENSION, Params
 from variants.models import Variant
 from variants.services import variant_transform
-
-logger = logging.getLogger(__name__)
 
 # Types a browser may render from the store's origin without risk to it: raster images,
 # audio, video, PDF and plain text. Everything else (HTML, SVG, XML, scripts, unknown) is
@@ -117,11 +120,13 @@ def delivery_resolve(
 
     1. The key (active) and the signature over the path; then the options' shape and the
        expiry. Nothing is trusted before the signature matches.
-    2. The project's resolution budget (per minute, in Redis).
+    2. The project's resolution budget (per minute, in Redis, through this process's
+       lease of it: accounts/throttling.py).
     3. The file (the key's tenant's, visible, uploaded), then the target: the current
        version, the pinned one, or the transform's variant (made on demand, waited for).
     4. The store's URL, signed at the window's start so the same URL answers the same
-       Location for the whole window; the target's size counted as bandwidth.
+       Location for the whole window; the target's size counted as bandwidth (in this
+       process's batch: accounts/bandwidth.py).
     """
     try:
         options = signing.parse_options(options_text)
@@ -147,18 +152,13 @@ def delivery_resolve(
     if options.expires is not None and now >= options.expires:
         raise UrlExpired("The URL has expired.", details={"expiredAt": _iso(options.expires)})
     key = rows.key
-    tenant = Tenant(project=key.project, mode=key.mode)
     # The staff console's previews are not the customer's traffic (delivery/console.py):
     # they count against neither the project's budget nor its bandwidth.
-    customer = not key.console
+    if not key.console:
+        _within_budget(key)
     ready = _ready_target(rows, options, waited_ms)
     if ready is not None:
-        # The hot path: the budget and the bandwidth in one Redis round trip.
-        if customer:
-            _count(tenant, bandwidth=ready.size)
-        return _redirect(ready, options, now)
-    if customer:
-        _count(tenant)
+        return _counted_redirect(key, ready, options, now)
     file = rows.file
     if file is None or file.status == File.Status.DELETED:
         raise FileNotFound("No such file.")
@@ -166,7 +166,7 @@ def delivery_resolve(
         raise FileNotFound("The file has no uploaded bytes.")
     if options.has_transform:
         started = time.monotonic()
-        variant = rows.variant or _variant(tenant, file, options, accept)
+        variant = rows.variant or _variant(key, file, options, accept)
         variant = _wait_for(variant, waited_ms or 0)
         if variant.status == VStatus.READY and waited_ms is not None:
             return Wait(waited_ms=None)
@@ -182,9 +182,7 @@ def delivery_resolve(
         target = _variant_target(file, variant)
     else:
         target = _version_target(file, options.version)
-    if customer:
-        _count_bandwidth(tenant, target.size)
-    return _redirect(target, options, now)
+    return _counted_redirect(key, target, options, now)
 
 
 def _ready_target(
@@ -249,59 +247,33 @@ def _label_known_before_the_file(options: signing.Options | None, accept: str) -
         return None
 
 
-def _count(tenant: Tenant, *, bandwidth: int | None = None) -> None:
-    """One resolution against the project's budget for this minute (a fixed window, as the
-    API keys' limits), and with ``bandwidth`` a redirect's bytes (accounts/bandwidth.py),
-    in one Redis round trip. Beyond the budget the bytes are taken back (the redirect is
-    refused). Redis down: the resolution goes through, as the API keys' limiter lets
-    requests through, and its bytes are written to PostgreSQL at once."""
+def _within_budget(key: KeyRow) -> None:
+    """Count one resolution against the key's project's budget for this minute (a fixed
+    window, as the API keys' limits), from this process's lease of it when it holds one, so
+    most resolutions ask Redis nothing; a budget is still never exceeded, by any number of
+    processes. Redis down: the resolution goes through, as the API keys' limiter lets
+    requests through."""
     limit = settings.SERVICE_DELIVERY_RATE_PER_MINUTE
-    now = time.time()
-    minute = int(now // 60)
-    counter = redis_key(f"delivery:{tenant.project_id}:{minute}")
-    try:
-        pipe = bandwidth_counts.client().pipeline(transaction=True)
-        if limit > 0:
-            pipe.incr(counter)
-            pipe.expire(counter, 65)
-        if bandwidth is not None:
-            bandwidth_counts.count_in(
-                pipe, project_id=tenant.project_id, mode=tenant.mode, size=bandwidth
-            )
-        answers = pipe.execute()
-    except redis.RedisError as exc:
-        logger.warning("delivery budget skipped: Redis unavailable (%s)", type(exc).__name__)
-        if bandwidth is not None:
-            bandwidth_record(tenant=tenant, size=bandwidth)
+    if limit <= 0:
         return
-    if limit > 0 and int(answers[0]) > limit:
-        if bandwidth is not None:
-            _take_back(tenant, bandwidth)
+    wait = count_request([Budget(f"delivery:{key.project_id}", "d", limit)])
+    if wait is not None:
         raise RateLimited(
             f"The project's delivery URLs resolved more than {limit} times this minute.",
-            retry_after=max(1, int((minute + 1) * 60 - now)),
+            retry_after=max(1, int(wait)),
         )
 
 
-def _count_bandwidth(tenant: Tenant, size: int) -> None:
-    """A redirect's bytes, its budget already counted."""
-    try:
-        pipe = bandwidth_counts.client().pipeline(transaction=True)
-        bandwidth_counts.count_in(pipe, project_id=tenant.project_id, mode=tenant.mode, size=size)
-        pipe.execute()
-    except redis.RedisError:
-        bandwidth_record(tenant=tenant, size=size)
-
-
-def _take_back(tenant: Tenant, size: int) -> None:
-    try:
-        pipe = bandwidth_counts.client().pipeline(transaction=True)
-        bandwidth_counts.count_in(
-            pipe, project_id=tenant.project_id, mode=tenant.mode, size=-size, downloads=-1
-        )
-        pipe.execute()
-    except redis.RedisError as exc:
-        logger.warning("delivery bandwidth not taken back (%s)", type(exc).__name__)
+def _counted_redirect(
+    key: KeyRow, target: Target, options: signing.Options, now: float
+) -> Redirect:
+    """The redirect to ``target``, its bytes added to the project's bandwidth (not for the
+    console's previews): in this process's batch, sent to Redis by the batch (a round trip
+    every so many redirects), written to PostgreSQL when Redis is down."""
+    redirect = _redirect(target, options, now)
+    if not key.console:
+        bandwidth_counts.count(project_id=key.project_id, mode=key.mode, size=target.size)
+    return redirect
 
 
 def auto_format(accept: str, source_type: str | None) -> str:
@@ -345,7 +317,7 @@ def transform_params(options: signing.Options, *, accept: str, source_type: str 
     )
 
 
-def _variant(tenant: Tenant, file: File, options: signing.Options, accept: str) -> Variant:
+def _variant(key: KeyRow, file: FileRow, options: signing.Options, accept: str) -> VariantRow:
     """The transform's variant: found, or asked for exactly as POST …/transform asks (the
     same label, row, events and caps; one variant when first requests race)."""
     params = transform_params(options, accept=accept, source_type=file.sniffed_type)
@@ -356,11 +328,13 @@ def _variant(tenant: Tenant, file: File, options: signing.Options, accept: str) 
         .first()
     )
     if found is not None:
-        return found
-    return variant_transform(tenant=tenant, file_id=file.id, params=params, version=options.version)
+        return variant_row(found)
+    tenant = Tenant(project=Project.objects.get(id=key.project_id), mode=key.mode)
+    made = variant_transform(tenant=tenant, file_id=file.id, params=params, version=options.version)
+    return variant_row(made)
 
 
-def _wait_for(variant: Variant, waited_ms: int) -> Variant:
+def _wait_for(variant: VariantRow, waited_ms: int) -> VariantRow:
     """Wait for the variant to end, for at most one hold (SERVICE_DELIVERY_TRANSFORM_HOLD_MS)
     and never past the total wait, woken by the worker's message the moment it ends
     (variants/readiness.py): the request thread is held briefly, then the browser is sent
@@ -388,7 +362,7 @@ def _wait_for(variant: Variant, waited_ms: int) -> Variant:
 
     def done() -> bool:
         nonlocal latest
-        latest = Variant.objects.select_related("output_object").get(id=variant.id)
+        latest = variant_row(Variant.objects.select_related("output_object").get(id=variant.id))
         return latest.status not in (VStatus.PENDING, VStatus.PROCESSING)
 
     try:
@@ -398,7 +372,7 @@ def _wait_for(variant: Variant, waited_ms: int) -> Variant:
     return _ended(latest)
 
 
-def _ended(variant: Variant) -> Variant:
+def _ended(variant: VariantRow) -> VariantRow:
     if variant.status == VStatus.FAILED:
         raise VariantFailed(
             f"The image could not be made: {variant.failure_reason}",
@@ -407,12 +381,12 @@ def _ended(variant: Variant) -> Variant:
     return variant
 
 
-def _variant_target(file: File, variant: Variant) -> Target:
-    assert variant.output_object is not None  # ready
+def _variant_target(file: FileRow, variant: VariantRow) -> Target:
+    assert variant.storage_key is not None  # ready
     _, content_type, extension = FORMATS[variant.format]
     stem = PurePosixPath(file.filename).stem or "image"
     return Target(
-        storage_key=variant.output_object.storage_key,
+        storage_key=variant.storage_key,
         content_type=content_type,
         sniffed_type=content_type,
         size=variant.size or 0,
@@ -421,11 +395,10 @@ def _variant_target(file: File, variant: Variant) -> Target:
     )
 
 
-def _version_target(file: File, version: int | None) -> Target:
+def _version_target(file: FileRow, version: int | None) -> Target:
     if version is None or version == file.version:
-        stored = file.current_object
         return Target(
-            storage_key=stored.storage_key,
+            storage_key=file.storage_key,
             content_type=file.content_type,
             sniffed_type=file.sniffed_type,
             size=file.size,

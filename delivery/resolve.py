@@ -14,11 +14,17 @@ retry later.
 
 from __future__ import annotations
 
+import logging
+
+from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from delivery.resolution import Redirect, delivery_resolve
-from storage_service.errors import ApiError, RateLimited, error_body
+from storage_service.dberrors import is_unavailable, sqlstate
+from storage_service.errors import ApiError, RateLimited, ServiceUnavailable, error_body
+
+logger = logging.getLogger(__name__)
 
 
 def _error(error: ApiError) -> HttpResponse:
@@ -54,11 +60,20 @@ def resolve(
             file_id=file_id,
             options_text=options,
             signature=signature,
-            accept=request.headers.get("Accept", ""),
+            # From META: request.headers would build a mapping of every header to read one.
+            accept=request.META.get("HTTP_ACCEPT", ""),
             waited_ms=_waited(request),
         )
     except ApiError as error:
         return _error(error)
+    except DatabaseError as exc:
+        if not is_unavailable(exc):
+            raise
+        # PostgreSQL away (restarting, failing over): 503 with Retry-After, as the API
+        # answers (storage_service.errors.exception_handler), never a 500; a resolution
+        # changed nothing.
+        logger.warning("database unavailable: %s (%s)", type(exc).__name__, sqlstate(exc))
+        return _error(ServiceUnavailable("The service's database is not answering; retry shortly."))
     if isinstance(answer, Redirect):
         response = HttpResponse(status=302)
         response["Location"] = answer.location

@@ -13,6 +13,7 @@ import base64
 import hashlib
 import hmac
 import secrets
+from functools import lru_cache
 
 from django.conf import settings
 
@@ -23,13 +24,14 @@ def new_salt() -> str:
     return secrets.token_hex(32)
 
 
-def _server_key() -> bytes:
-    # Domain-separated from the API keys' own use of the same setting.
-    return hmac.new(
-        settings.SERVICE_API_KEY_HASH_SECRET.encode(), b"delivery-key-secrets", hashlib.sha256
-    ).digest()
+@lru_cache(maxsize=4)
+def _server_key(hash_secret: str) -> bytes:
+    # Domain-separated from the API keys' own use of the same setting. Worked out once per
+    # setting's value: every resolution needs it.
+    return hmac.new(hash_secret.encode(), b"delivery-key-secrets", hashlib.sha256).digest()
 
 
 def secret_of(*, key_id: str, salt: str) -> str:
-    digest = hmac.new(_server_key(), f"{key_id}:{salt}".encode(), hashlib.sha256).digest()
+    server_key = _server_key(settings.SERVICE_API_KEY_HASH_SECRET)
+    digest = hmac.new(server_key, f"{key_id}:{salt}".encode(), hashlib.sha256).digest()
     return PREFIX + base64.urlsafe_b64encode(digest).rstrip(b"=").decode()

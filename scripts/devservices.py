@@ -3,7 +3,7 @@
 ``servers.py`` finds or starts (PostgreSQL, Redis, SeaweedFS).
 
     python -m scripts.devservices exec -- CMD ARGS...   # servers around one command
-    python -m scripts.devservices run                   # migrate, then API + workers + beat
+    python -m scripts.devservices run                   # migrate, then API, delivery, workers, beat
     python -m scripts.devservices up                    # servers only, until Ctrl-C
 
 The command lines of the API, the workers and beat are defined here once; `make cluster`,
@@ -99,10 +99,16 @@ def cmd_exec(args: argparse.Namespace, services: Services) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
-def banner(resolved: dict[str, str], api_url: str) -> None:
+def banner(resolved: dict[str, str], api_url: str, delivery_url: str | None = None) -> None:
     python = ".venv/bin/python"
+    delivery = (
+        f"\n  Delivery URLs:       {delivery_url}/d/… (a server of their own; the API answers "
+        "them too)"
+        if delivery_url
+        else ""
+    )
     text = f"""
-  Storage service API: {api_url}/v1/ (the API's document: {api_url}/docs)
+  Storage service API: {api_url}/v1/ (the API's document: {api_url}/docs){delivery}
   Staff console:       {api_url}/admin/ (manage.py createsuperuser makes a login)
   Health:              {api_url}/healthz, {api_url}/readyz
   Database: {redact(resolved["DATABASE_URL"])}
@@ -149,11 +155,15 @@ def supervise(services: Services) -> int:
 
 
 def api_command(
-    port: int, host: str = "127.0.0.1", app: str = "storage_service.wsgi:application"
+    port: int,
+    host: str = "127.0.0.1",
+    app: str = "storage_service.wsgi:application",
+    role: str = "api",
 ) -> list[str | Path]:
     """The API server, as `make run`, `make cluster`, the benches and deploy/ start it: every
     setting but the address is in storage_service/serving.py (workers from WEB_CONCURRENCY).
-    ``app``: the benchmark serves its reference app with the very same settings."""
+    ``app``: the benchmark serves its reference app with the very same settings. ``role``
+    ``delivery``: the delivery server, which answers only delivery URLs and the probes."""
     # fmt: off
     command: list[str | Path] = [
         VENV_BIN / "python", "-m", "storage_service.serving", "--bind", f"{host}:{port}",
@@ -161,6 +171,8 @@ def api_command(
     # fmt: on
     if app != "storage_service.wsgi:application":
         command += ["--app", app]
+    if role != "api":
+        command += ["--role", role]
     return command
 
 
@@ -237,19 +249,25 @@ def run_migrations(services: Services, child_env: dict[str, str]) -> int:
 
 def cmd_run(args: argparse.Namespace, services: Services) -> int:
     port = positive_int_env("PORT", 8000)
+    delivery_port = positive_int_env("DELIVERY_PORT", port + 1)
     # Checked here for a clear message; storage_service/serving.py reads it.
     positive_int_env("WEB_CONCURRENCY", 1)
     concurrency = positive_int_env("CELERY_CONCURRENCY", cpu_count())
     resolved = ensure_services(services)
     write_env_file(resolved)
     child_env = app_environment(resolved)
+    delivery_url = f"http://127.0.0.1:{delivery_port}"
+    # The URLs the API signs name the delivery server, unless the caller chose a host (a CDN).
+    if not child_env.get("SERVICE_DELIVERY_BASE_URL"):
+        child_env["SERVICE_DELIVERY_BASE_URL"] = delivery_url
     code = run_migrations(services, child_env)
     if code != 0:
         return code
 
-    banner(resolved, f"http://127.0.0.1:{port}/")
+    banner(resolved, f"http://127.0.0.1:{port}", child_env["SERVICE_DELIVERY_BASE_URL"])
     commands: list[tuple[str, list[str | Path]]] = [
         ("api", api_command(port)),
+        ("delivery", api_command(delivery_port, role="delivery")),
         ("worker", transform_worker_command(concurrency)),
         ("webhooks", webhook_worker_command()),
         ("beat", beat_command()),

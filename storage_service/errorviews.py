@@ -36,6 +36,12 @@ def handler404(request: HttpRequest, exception: Exception | None = None) -> Http
     return json_error(request, 404, "NOT_FOUND", "No such route.")
 
 
+def not_found(request: HttpRequest, rest: str = "") -> HttpResponse:
+    """The URLconfs' last pattern: any other path is the JSON 404, in every profile (DEBUG's
+    HTML page included)."""
+    return handler404(request)
+
+
 def handler500(request: HttpRequest) -> HttpResponse:
     request_id = str(getattr(request, "request_id", "-"))
     return JsonResponse(internal_error_body(request_id), status=500)

@@ -4,7 +4,8 @@ environment variables.
 
 Every start of the API (`make run`, `make cluster`, the benches, the suite's servers, the
 Procfile and the systemd unit) is ``python -m storage_service.serving --bind HOST:PORT``, so
-the server's settings are written once, here; only the address differs.
+the server's settings are written once, here; only the address differs. A delivery server
+(delivery URLs only, docs/operations.md) is the same command with ``--role delivery``.
 
 granian parses HTTP and keeps connections in Rust, and calls the application on a few Python
 threads per worker process. gunicorn's threaded worker did that work in Python, for a quarter
@@ -178,6 +179,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         type=int,
         help="worker processes (default: WEB_CONCURRENCY, else one per CPU)",
     )
+    parser.add_argument(
+        "--role",
+        choices=["api", "delivery"],
+        help="what this server answers: every route (api), or only delivery URLs and the "
+        "probes (delivery); sets SERVICE_ROLE (default: SERVICE_ROLE, else api)",
+    )
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
     args = parser.parse_args(argv)
     host, _, port = args.bind.rpartition(":")
@@ -194,6 +201,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     from granian.log import LogLevels
 
     args = parse_args(argv)
+    if args.role is not None:
+        # Read by the settings (SERVICE_ROLE) in each worker, which inherits the environment.
+        os.environ["SERVICE_ROLE"] = args.role
     Granian(
         args.app,
         address=args.host,

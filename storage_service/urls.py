@@ -16,7 +16,8 @@ from events.views import EventViewSet
 from files.folderviews import FolderOperationViewSet
 from files.views import FileBatchViewSet, FileViewSet, FolderViewSet
 from jobs.views import JobViewSet
-from storage_service.errorviews import handler404 as handler404_view
+from storage_service.delivery_urls import DELIVERY_ROUTE
+from storage_service.errorviews import not_found
 from storage_service.health import healthz, readyz
 from storage_service.home import home
 from uploads.tokenviews import UploadTokenViewSet
@@ -34,6 +35,8 @@ W = "v1/webhooks/<str:webhook_id>"
 keys = DeliveryKeyViewSet.as_view
 
 urlpatterns = [
+    # First: a resolution is the most frequent request, and patterns are tried in order.
+    path(DELIVERY_ROUTE, delivery_resolve),
     path("v1/me", MeView.as_view()),
     path("v1/usage", UsageView.as_view()),
     path("v1/files/upload", files({"post": "upload"})),
@@ -76,7 +79,6 @@ urlpatterns = [
     path("v1/delivery-keys", keys({"get": "list_keys", "post": "create_key"})),
     path("v1/delivery-keys/<str:delivery_key_id>", keys({"delete": "revoke_key"})),
     path(f"{F}/delivery-url", DeliveryUrlViewSet.as_view({"post": "sign_url"})),
-    path("d/<str:key_id>/<str:file_id>/<str:options>/<str:signature>", delivery_resolve),
     path("admin/", admin.site.urls),
     path("v1/openapi.json", SpectacularJSONAPIView.as_view(), name="openapi"),
     path("docs", SpectacularSwaggerView.as_view(url_name="openapi")),
@@ -93,10 +95,6 @@ def bare_json(request: HttpRequest) -> HttpResponse:
 
 if settings.SERVICE_BENCH_ROUTES:
     urlpatterns.append(path("bench/bare", bare_json))
-
-
-def not_found(request: HttpRequest, rest: str = "") -> HttpResponse:
-    return handler404_view(request)
 
 
 # Last: any other path is the JSON 404, in every profile (DEBUG's HTML page included). Under

@@ -10,6 +10,8 @@ from typing import Any
 
 from django.db import connection, transaction
 
+from accounts.bandwidth import bandwidth_fold
+from accounts.models import BandwidthUsage
 from tests.factories import Actor, png_bytes, upload_body
 from tests.storage import get_from, put_to
 
@@ -110,3 +112,17 @@ def register_webhook(actor: Actor, url: str, events: list[str] | None = None) ->
     assert response.status_code == 201, response.json()
     data = response.json()["data"]
     return data["webhook"]["id"], data["secret"]
+
+
+def served_downloads(actor: Actor, expected: int) -> int:
+    """The actor's project's downloads once the redirects a server process answered are
+    folded: a server sends its batch of them every SERVICE_BANDWIDTH_FLUSH_SECONDS, so the
+    fold is tried until ``expected`` show, for at most 10 s."""
+    deadline = time.monotonic() + 10
+    while True:
+        bandwidth_fold()
+        usage = BandwidthUsage.objects.filter(project=actor.project).first()
+        downloads = 0 if usage is None else usage.downloads
+        if downloads >= expected or time.monotonic() > deadline:
+            return downloads
+        time.sleep(0.2)

@@ -1,5 +1,5 @@
-"""Real server processes for tests: an API server, as `make run` starts it
-(storage_service/serving.py)."""
+"""Real server processes for tests: an API server or a delivery server, as `make run` starts
+them (storage_service/serving.py)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,8 @@ def free_port() -> int:
 
 
 @contextmanager
-def serve_api(workers: int = 1, **env_overrides: str) -> Iterator[str]:
+def serve_api(workers: int = 1, role: str = "api", **env_overrides: str) -> Iterator[str]:
+    """An API server (``role="delivery"``: a delivery server) on a free port; its base URL."""
     port = free_port()
     env = {
         **os.environ,
@@ -48,6 +49,8 @@ def serve_api(workers: int = 1, **env_overrides: str) -> Iterator[str]:
             str(workers),
             "--log-level",
             "warning",
+            "--role",
+            role,
         ],
         cwd=ROOT,
         env=env,

@@ -72,6 +72,24 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "storage_service.urls"
+
+# What a server process answers: ``api``, every route (delivery URLs among them), or
+# ``delivery``, only delivery URLs (/d/…) and the probes, for operators who serve delivery
+# apart (`python -m storage_service.serving --role delivery` sets it; docs/operations.md). A
+# resolution is a plain Django view that reads no session, cookie, form or user: the
+# delivery role runs it behind only the middleware it needs, the very same view as the API's.
+SERVICE_ROLE = env_str("SERVICE_ROLE", "api")
+if SERVICE_ROLE == "delivery":
+    ROOT_URLCONF = "storage_service.delivery_urls"
+    MIDDLEWARE = [
+        "storage_service.middleware.RequestIdMiddleware",
+        "storage_service.logs.RequestLogMiddleware",
+        "storage_service.middleware.RequestLimitsMiddleware",
+        # HTTPS redirect and HSTS as the profile sets them (production's), as for the API.
+        "django.middleware.security.SecurityMiddleware",
+    ]
+elif SERVICE_ROLE != "api":
+    raise ImproperlyConfigured(f"SERVICE_ROLE must be api or delivery, got {SERVICE_ROLE!r}")
 # A refused CSRF check answers the one error body too (the API's views are exempt; the admin
 # and the probes are not).
 CSRF_FAILURE_VIEW = "storage_service.errorviews.csrf_failure"
@@ -96,6 +114,11 @@ TEMPLATES = [
 
 DATABASE_URL = env_str("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/storage_service")
 DATABASES = {"default": with_session_timeouts(database_from_url(DATABASE_URL))}
+if SERVICE_ROLE == "delivery":
+    # A resolution's first statement finds a connection PostgreSQL closed (a restart, a
+    # failover) itself and is sent again on a new one (delivery/selectors.py), so Django's
+    # SELECT 1 before each request's first query would only add a round trip to every one.
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = False
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -506,3 +529,7 @@ SERVICE_DELIVERY_TRANSFORM_HOLD_MS = env_int(
 )
 # Resolutions per project per minute, over every API process (Redis); 0 turns it off.
 SERVICE_DELIVERY_RATE_PER_MINUTE = env_int("SERVICE_DELIVERY_RATE_PER_MINUTE", 60_000, minimum=0)
+# A process sends its redirects' bytes to Redis once it holds this many, and at least this
+# often: a process that crashes loses at most that batch (accounts/bandwidth.py).
+SERVICE_BANDWIDTH_BATCH_REDIRECTS = env_int("SERVICE_BANDWIDTH_BATCH_REDIRECTS", 100, minimum=1)
+SERVICE_BANDWIDTH_FLUSH_SECONDS = env_int("SERVICE_BANDWIDTH_FLUSH_SECONDS", 1, minimum=1)

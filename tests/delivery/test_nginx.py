@@ -1,5 +1,7 @@
-"""Debian's nginx in front of the API with deploy/nginx/storage-delivery.conf: delivery
-URLs' redirects are cached by their Cache-Control, for real (`make test` installs nginx)."""
+"""Debian's nginx in front of the API and a delivery server with
+deploy/nginx/storage-delivery.conf: delivery URLs go to the delivery server and their
+redirects are cached by their Cache-Control, for real; the rest goes to the API (`make test`
+installs nginx)."""
 
 from __future__ import annotations
 
@@ -14,10 +16,8 @@ from urllib.parse import urlsplit
 import pytest
 import requests
 
-from accounts.bandwidth import bandwidth_fold
-from accounts.models import BandwidthUsage
 from tests.factories import Actor, make_actor
-from tests.helpers import uploaded_file
+from tests.helpers import served_downloads, uploaded_file
 from tests.servers import free_port, serve_api
 from tests.storage import get_from, put_to
 from tests.variants.images import encode, stripes
@@ -27,7 +27,9 @@ pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "deploy" / "nginx" / "storage-delivery.conf"
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
-MAX_AGE = 2  # the API's SERVICE_DELIVERY_CURRENT_MAX_AGE here, so expiry is quick to see
+MAX_AGE = (
+    2  # the delivery server's SERVICE_DELIVERY_CURRENT_MAX_AGE here, so expiry is quick to see
+)
 # nginx counts a copy's life in whole seconds of its clock: a copy may outlive its max-age by
 # up to one second.
 EXPIRED = MAX_AGE + 1.5
@@ -40,15 +42,22 @@ def actor(transactional_db: None) -> Actor:
 
 @pytest.fixture
 def nginx(transactional_db: None, tmp_path: Path) -> Iterator[str]:
-    """nginx on a free port, in front of an API server of the test's own."""
+    """nginx on a free port, in front of an API server and a delivery server of the test's
+    own."""
     if not os.path.exists(NGINX):
         pytest.fail("nginx is not installed: `make nginx` installs Debian's")
-    with serve_api(workers=1, SERVICE_DELIVERY_CURRENT_MAX_AGE=str(MAX_AGE)) as api:
+    with (
+        serve_api(workers=1) as api,
+        serve_api(
+            workers=1, role="delivery", SERVICE_DELIVERY_CURRENT_MAX_AGE=str(MAX_AGE)
+        ) as delivery,
+    ):
         port = free_port()
         site = (
             CONFIG.read_text()
             .replace("/var/cache/nginx/storage-delivery", str(tmp_path / "cache"))
             .replace("127.0.0.1:8000", urlsplit(api).netloc)
+            .replace("127.0.0.1:8001", urlsplit(delivery).netloc)
             .replace("listen 80;", f"listen 127.0.0.1:{port};")
         )
         (tmp_path / "site.conf").write_text(site)
@@ -98,9 +107,11 @@ def test_redirects_are_cached_replaces_show_and_revocation_ends_at_expiry(
     assert (hit.status_code, hit.headers["X-Cache-Status"]) == (302, "HIT")
     assert hit.headers["Location"] == missed.headers["Location"]
     assert get_from(hit.headers["Location"]).content == first
-    # The API saw one resolution: the second never reached it (its bytes, once folded).
-    bandwidth_fold()
-    assert BandwidthUsage.objects.get(project=actor.project).downloads == 1
+    # The delivery server saw one resolution: the second never reached it (its bytes, once
+    # the server has sent its batch and it is folded).
+    assert served_downloads(actor, 1) == 1
+    # Everything else is the API's, which the delivery server does not answer.
+    assert requests.get(f"{nginx}/v1/me", timeout=10).json()["error"]["code"] == "UNAUTHENTICATED"
 
     started = actor.post(
         f"/v1/files/{file['id']}/replace", {"contentType": "image/png", "size": len(second)}

@@ -11,6 +11,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from django.test import Client, override_settings
 
+from accounts import bandwidth as bandwidth_counts
+from accounts import throttling
 from accounts.bandwidth import bandwidth_fold
 from accounts.models import BandwidthUsage
 from delivery import signing
@@ -252,6 +254,30 @@ def test_the_projects_budget_answers_429(owner: Actor) -> None:
     bandwidth_fold()
     usage = BandwidthUsage.objects.get(project=owner.project)
     assert usage.downloads == len(answers) - len(refused)
+
+
+@override_settings(
+    REDIS_URL="redis://127.0.0.1:1/0",
+    SERVICE_DELIVERY_RATE_PER_MINUTE=2,
+    SERVICE_BANDWIDTH_BATCH_REDIRECTS=1,
+)
+def test_with_redis_down_redirects_pass_and_their_bytes_reach_the_rows(
+    owner: Actor, caplog: pytest.LogCaptureFixture
+) -> None:
+    new_key(owner)
+    data = png_bytes()
+    url = signed_url(owner, uploaded_file(owner, data)["id"])
+    throttling.reset_client()
+    bandwidth_counts.client.cache_clear()
+    try:
+        # No budget can be counted: resolutions go through, as API keys' requests do.
+        assert [resolve(url).status_code for _ in range(3)] == [302, 302, 302]
+    finally:
+        throttling.reset_client()
+        bandwidth_counts.client.cache_clear()
+    usage = BandwidthUsage.objects.get(project=owner.project)
+    assert (usage.bytes, usage.downloads) == (3 * len(data), 3)
+    assert any("Redis unavailable" in record.getMessage() for record in caplog.records)
 
 
 # --- Images on demand ----------------------------------------------------------------------
