@@ -1,8 +1,9 @@
 """Bandwidth counted in Redis on a hot path, and folded into ``BandwidthUsage`` off it.
 
 A delivery URL's redirect (delivery/resolution.py) counts its bytes here, in batches sent to
-Redis (below), instead of an upsert into PostgreSQL per redirect. The counts wait in one Redis hash, a field per tenant, UTC day and figure
-(``<project>|<mode>|<day>|bytes`` and ``…|downloads``); the fold (``bandwidth_fold``, a beat
+Redis (below), instead of an upsert into PostgreSQL per redirect. The counts wait in one Redis
+hash, a field per tenant, UTC day and figure (``<project>|<mode>|<day>|bytes`` and
+``…|downloads``); the fold (``bandwidth_fold``, a beat
 task every SERVICE_BANDWIDTH_FOLD_INTERVAL_SECONDS) adds them to the day's rows in one
 statement. What a user reads (``GET /v1/usage``, the admin, the console) is
 ``BandwidthUsage``: the same figures as a synchronous upsert once the fold has run.
