@@ -18,10 +18,12 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import lru_cache
 from typing import IO, TYPE_CHECKING, Any, cast
 from urllib.parse import quote
 
 from boto3.exceptions import S3UploadFailedError
+from botocore.credentials import ReadOnlyCredentials
 from botocore.exceptions import BotoCoreError, ClientError
 from django.core.files.storage import storages
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -162,14 +164,34 @@ def signed_get_url(
     and the other ``response-*`` overrides) instead of the stored ones.
 
     The same arguments give the same URL (as long as the credentials are the same ones), so
-    URLs whose ``signed_at`` is rounded to a window are cacheable: see sigv4.get_url.
+    URLs whose ``signed_at`` is rounded to a window are cacheable: see sigv4.get_url. For the
+    same reason the URL is remembered (``window_url``): a delivery URL resolved again within
+    its window, the common case of a popular image, costs no signing.
     """
+    scope = storage().signing_scope
+    return window_url(
+        scope,
+        scope.frozen(),
+        key,
+        signed_at,
+        expires_in,
+        tuple(sorted((response_headers or {}).items())),
+    )
+
+
+@lru_cache(maxsize=4096)
+def window_url(
+    scope: sigv4.Scope,
+    credentials: ReadOnlyCredentials,
+    key: str,
+    signed_at: datetime,
+    expires_in: int,
+    response_headers: tuple[tuple[str, str], ...],
+) -> str:
+    """signed_get_url's URL, by everything it depends on: the credentials are part of the
+    key, so credentials that botocore renews sign new URLs from the moment they change."""
     return sigv4.get_url(
-        storage().signing_scope,
-        key=key,
-        expires_in=expires_in,
-        overrides=dict(response_headers or {}),
-        now=signed_at,
+        scope, key=key, expires_in=expires_in, overrides=dict(response_headers), now=signed_at
     )
 
 

@@ -12,7 +12,10 @@ from __future__ import annotations
 import threading
 from datetime import UTC, datetime
 
+from botocore.config import Config
+
 from storage_service import objectstore, sigv4
+from tests.storage import storages_with
 from tests.unit.test_part_presigner import (
     PRIVATE_ENDPOINT,
     SIGNED_AT,
@@ -144,3 +147,31 @@ def test_every_thread_s_client_signs_downloads_for_the_public_endpoint(store_set
     public = f"https://s3.example.com/{objectstore.bucket()}/k?"
     assert all(url.startswith(public) for url in urls)
     assert objectstore.storage().connection.meta.client.meta.endpoint_url == PRIVATE_ENDPOINT
+
+
+def test_a_get_signed_again_with_other_credentials_is_signed_by_them(
+    frozen_botocore: None, store_settings
+) -> None:
+    # The same GET within a window is remembered (objectstore.window_url); credentials that
+    # change (rotated keys, renewed temporary ones) must sign every URL from then on.
+    use_store_shape(store_settings, "https://s3.example.com", "path", "eu-west-3")
+    first = objectstore.signed_get_url(key="proj_01abc/obj", signed_at=SIGNED_AT, expires_in=60)
+    assert first == objectstore.signed_get_url(
+        key="proj_01abc/obj", signed_at=SIGNED_AT, expires_in=60
+    )
+    store_settings.STORAGES = storages_with(
+        public_endpoint_url="https://s3.example.com",
+        endpoint_url=PRIVATE_ENDPOINT,
+        region_name="eu-west-3",
+        access_key="AKIAROTATED",
+        secret_key="another-secret",
+        client_config=Config(signature_version="s3v4", s3={"addressing_style": "path"}),  # type: ignore[arg-type]
+    )
+    rotated = objectstore.signed_get_url(key="proj_01abc/obj", signed_at=SIGNED_AT, expires_in=60)
+    assert rotated != first
+    assert "AKIAROTATED" in rotated
+    assert rotated == reference_client().generate_presigned_url(
+        "get_object",
+        Params={"Bucket": objectstore.bucket(), "Key": "proj_01abc/obj"},
+        ExpiresIn=60,
+    )
