@@ -165,7 +165,7 @@ def test_a_get_signed_again_with_other_credentials_is_signed_by_them(
         region_name="eu-west-3",
         access_key="AKIAROTATED",
         secret_key="another-secret",
-        client_config=Config(signature_version="s3v4", s3={"addressing_style": "path"}),  # type: ignore[arg-type]
+        client_config=Config(signature_version="s3v4", s3={"addressing_style": "path"}),
     )
     rotated = objectstore.signed_get_url(key="proj_01abc/obj", signed_at=SIGNED_AT, expires_in=60)
     assert rotated != first
