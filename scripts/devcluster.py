@@ -99,6 +99,7 @@ def app_commands(port: int, worker_concurrency: int) -> list[tuple[str, list[str
     return [
         ("api1", ds.api_command(port)),
         ("api2", ds.api_command(port + 1)),
+        ("delivery", ds.api_command(port + 2, role="delivery")),
         ("worker1", ds.transform_worker_command(worker_concurrency, node="worker1@%h")),
         ("worker2", ds.transform_worker_command(worker_concurrency, node="worker2@%h")),
         ("webhook_worker", ds.webhook_worker_command()),
@@ -167,6 +168,7 @@ class Cluster:
                 {"port": self.port, "pid": self.pid("api1")},
                 {"port": self.port + 1, "pid": self.pid("api2")},
             ],
+            "delivery": [{"port": self.port + 2, "pid": self.pid("delivery")}],
             "worker": [self.pid("worker1"), self.pid("worker2")],
             "webhook_worker": [self.pid("webhook_worker")],
             "beat": self.pid("beat"),
@@ -278,9 +280,11 @@ def run(services: servers.Services, postgres: str = "single") -> int:
             "make cluster runs its own SeaweedFS cluster; unset AWS_S3_ENDPOINT_URL "
             "(and set SEAWEEDFS_S3_PORT to move it)"
         )
-    for api_port in (port, port + 1):
+    for api_port in (port, port + 1, port + 2):
         if not servers.port_is_free(api_port):
-            raise processes.ServiceError(f"port {api_port} is in use; set PORT to another pair")
+            raise processes.ServiceError(
+                f"port {api_port} is in use; set PORT (the cluster takes it and the next two)"
+            )
     servers.VAR.mkdir(parents=True, exist_ok=True)
     CLUSTER_DIR.mkdir(parents=True, exist_ok=True)
     CLUSTER_FILE.unlink(missing_ok=True)  # only a complete, current map is ever there
@@ -309,10 +313,17 @@ def run(services: servers.Services, postgres: str = "single") -> int:
     servers.write_env_file(resolved)
     cluster.child_env = ds.app_environment(resolved)
     cluster.child_env.setdefault("WEB_CONCURRENCY", str(DEFAULT_WEB_CONCURRENCY))
+    # The URLs the APIs sign name the delivery server, unless the caller chose a host (a CDN).
+    if not cluster.child_env.get("SERVICE_DELIVERY_BASE_URL"):
+        cluster.child_env["SERVICE_DELIVERY_BASE_URL"] = f"http://127.0.0.1:{port + 2}"
     code = ds.run_migrations(services, cluster.child_env)
     if code != 0:
         return code
-    ds.banner(resolved, f"http://127.0.0.1:{port}/ and http://127.0.0.1:{port + 1}/")
+    ds.banner(
+        resolved,
+        f"http://127.0.0.1:{port}/ and http://127.0.0.1:{port + 1}/",
+        cluster.child_env["SERVICE_DELIVERY_BASE_URL"],
+    )
     for name, cmd in app_commands(port, worker_concurrency):
         cluster.start(name, cmd)
     cluster.write_map()

@@ -57,7 +57,8 @@ def nginx(transactional_db: None, tmp_path: Path) -> Iterator[str]:
             CONFIG.read_text()
             .replace("/var/cache/nginx/storage-delivery", str(tmp_path / "cache"))
             .replace("127.0.0.1:8000", urlsplit(api).netloc)
-            .replace("127.0.0.1:8001", urlsplit(delivery).netloc)
+            .replace("server 127.0.0.1:8001;", "")  # the second API of a deployment
+            .replace("127.0.0.1:8002", urlsplit(delivery).netloc)
             .replace("listen 80;", f"listen 127.0.0.1:{port};")
         )
         (tmp_path / "site.conf").write_text(site)

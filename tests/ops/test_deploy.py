@@ -77,8 +77,9 @@ def test_untested_files_say_so_in_their_first_line() -> None:
 def test_procfile_runs_what_make_cluster_runs() -> None:
     cluster = cluster_commands()
     entries = procfile()
-    assert sorted(entries) == ["api", "beat", "webhook_worker", "worker"]
+    assert sorted(entries) == ["api", "beat", "delivery", "webhook_worker", "worker"]
     assert normalize(entries["api"]) == normalize(cluster["api1"]) == normalize(cluster["api2"])
+    assert normalize(entries["delivery"]) == normalize(cluster["delivery"])
     assert normalize(entries["worker"]) == normalize(cluster["worker1"])
     assert normalize(entries["webhook_worker"]) == normalize(cluster["webhook_worker"])
     assert normalize(entries["beat"]) == normalize(cluster["beat"])
@@ -88,6 +89,7 @@ def test_systemd_units_run_what_make_cluster_runs() -> None:
     cluster = cluster_commands()
     pairs = {
         "storage-api@.service": "api1",
+        "storage-delivery@.service": "delivery",
         "storage-worker@.service": "worker1",
         "storage-webhook-worker.service": "webhook_worker",
         "storage-beat.service": "beat",
@@ -109,6 +111,7 @@ def test_systemd_units_run_what_make_cluster_runs() -> None:
     roles = [unit.split("@")[0].removesuffix(".service") for unit in ours]
     made = [name.rstrip("0123456789") for name in cluster]
     renamed = {"webhook_worker": "storage-webhook-worker", "api": "storage-api",
+               "delivery": "storage-delivery",
                "worker": "storage-worker", "beat": "storage-beat", "master": "seaweedfs-master",
                "volume": "seaweedfs-volume", "filer": "seaweedfs-filer"}  # fmt: skip
     assert sorted(roles) == sorted(renamed[name] for name in made)
