@@ -527,6 +527,13 @@ SERVICE_DELIVERY_TRANSFORM_WAIT_SECONDS = env_int(
 SERVICE_DELIVERY_TRANSFORM_HOLD_MS = env_int(
     "SERVICE_DELIVERY_TRANSFORM_HOLD_MS", 1000, minimum=0, maximum=10_000
 )
+# First requests of one project waiting for their on-demand variants at once, over every API
+# process (Redis); beyond it a first request answers 503 VARIANT_NOT_READY at once, its variant
+# still made. Twice the project's transforms that may run at once: more waiters would mostly
+# wait behind the project's own queue, holding request threads for nothing.
+SERVICE_DELIVERY_PROJECT_WAITING = env_int(
+    "SERVICE_DELIVERY_PROJECT_WAITING", 2 * SERVICE_VARIANT_PROJECT_CONCURRENCY, minimum=1
+)
 # Resolutions per project per minute, over every API process (Redis); 0 turns it off.
 SERVICE_DELIVERY_RATE_PER_MINUTE = env_int("SERVICE_DELIVERY_RATE_PER_MINUTE", 60_000, minimum=0)
 # A process sends its redirects' bytes to Redis once it holds this many, and at least this
