@@ -400,6 +400,10 @@ if SERVICE_VARIANT_SOFT_TIME_LIMIT_SECONDS >= SERVICE_VARIANT_TIME_LIMIT_SECONDS
 CELERY_WORKER_MAX_MEMORY_PER_CHILD = env_int(
     "SERVICE_WORKER_MAX_MEMORY_PER_CHILD_KIB", 400 * 1024, minimum=1
 )
+# The nice value of each Celery pool process (image work; not the webhook worker's threads),
+# and of the worker's session's autogroup (storage_service/cpupriority.py): the API's requests
+# take the CPU first. 0 leaves the priority as it is.
+SERVICE_WORKER_NICE = env_int("SERVICE_WORKER_NICE", 10, minimum=0, maximum=19)
 # Transforms have their own queue: the sweeps (Celery's default queue) and the webhook
 # deliveries never wait behind a backlog of image work.
 SERVICE_TRANSFORM_QUEUE = env_str("SERVICE_TRANSFORM_QUEUE", "transforms")
