@@ -62,10 +62,10 @@ class ProjectCap:
     def __init__(self, kind: str) -> None:
         self.kind = kind
 
-    def key(self, project_id: int) -> str:
+    def key(self, project_id: str) -> str:
         return redis_key(f"{self.kind}:{project_id}")
 
-    def acquire(self, project_id: int, member: str, *, cap: int, lapse_seconds: int) -> bool:
+    def acquire(self, project_id: str, member: str, *, cap: int, lapse_seconds: int) -> bool:
         """Take a place for ``member``; False when all ``cap`` are taken. Taking a place the
         member already holds succeeds (a redelivered message)."""
         try:
@@ -77,7 +77,7 @@ class ProjectCap:
             return True
         return bool(taken)
 
-    def release(self, project_id: int, member: str) -> None:
+    def release(self, project_id: str, member: str) -> None:
         try:
             _redis().zrem(self.key(project_id), member)
         except redis.RedisError as exc:
@@ -85,7 +85,7 @@ class ProjectCap:
             logger.warning("%s not released: Redis unavailable (%s)", self.kind, type(exc).__name__)
 
     @contextmanager
-    def held(self, project_id: int, member: str, *, cap: int, lapse_seconds: int) -> Iterator[bool]:
+    def held(self, project_id: str, member: str, *, cap: int, lapse_seconds: int) -> Iterator[bool]:
         """``with cap.held(...) as held:`` -- released on the way out if it was taken."""
         taken = self.acquire(project_id, member, cap=cap, lapse_seconds=lapse_seconds)
         try:
@@ -100,7 +100,7 @@ TRANSFORM_SLOTS = ProjectCap("variant-slots")
 
 
 @contextmanager
-def slot(project_id: int, member: str) -> Iterator[bool]:
+def slot(project_id: str, member: str) -> Iterator[bool]:
     """``with slot(project, variant) as held:`` -- one of the project's transform slots for
     the variant, released on the way out if it was taken; a slot whose worker died lapses
     after the hard time limit."""
