@@ -363,8 +363,8 @@ CELERY_BEAT_SCHEDULE["requeue-stale-variants"] = {
 
 # --- Image work limits -------------------------------------------------------------------
 # Each is documented, with its reason, in the "Image work" section of docs/security.md.
-# Originals larger than this are never downloaded: the size is checked by HEAD first, and the
-# download itself is a ranged GET that stops at this many bytes (an object that grew).
+# Originals larger than this are never downloaded: the download is a ranged GET of at most
+# this many bytes (and one), refused on its answer's size before its body is read.
 SERVICE_VARIANT_MAX_SOURCE_BYTES = env_int(
     "SERVICE_VARIANT_MAX_SOURCE_BYTES", 100 * 1024 * 1024, minimum=1
 )
