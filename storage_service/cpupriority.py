@@ -20,6 +20,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from billiard import current_process
 from django.conf import settings
 
 AUTOGROUP = Path("/proc/self/autogroup")
@@ -36,12 +37,20 @@ def lower_worker_priority(**_: Any) -> None:
     now = os.nice(0)
     if now < nice:
         os.nice(nice - now)
-    if AUTOGROUP.exists() and os.getsid(0) in (os.getpid(), os.getppid()):
-        # Only the worker's own session: its leader is the worker (a solo pool) or the
-        # worker's parent (a prefork pool), never a shell or a runner that started other
-        # processes too. Only a higher value may be set without privileges; a group already
-        # at or above it is left as it is.
+    if AUTOGROUP.exists() and worker_leads_its_session():
+        # Only a higher value may be set without privileges; a group already at or above it
+        # is left as it is.
         with contextlib.suppress(OSError, ValueError):
             current = int(AUTOGROUP.read_text().rsplit("nice", 1)[1])
             if current < nice:
                 AUTOGROUP.write_text(str(nice))
+
+
+def worker_leads_its_session() -> bool:
+    """Whether the session is the worker's alone: its leader is the worker's main process,
+    which is this process's parent in a prefork pool process and this process itself in a
+    solo pool. Never a shell, a test runner or a process manager that started others too."""
+    leader = os.getsid(0)
+    if current_process().name == "MainProcess":  # a solo pool: the worker itself
+        return leader == os.getpid()
+    return leader == os.getppid()
