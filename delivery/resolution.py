@@ -6,6 +6,7 @@ refusal, and returns the redirect (or, while an on-demand variant is being made,
 
 from __future__ import annotations
 
+import secrets
 import threading
 import time
 from dataclasses import dataclass
@@ -41,7 +42,7 @@ from storage_service.errors import (
     VariantNotReady,
 )
 from storage_service.serving import web_threads
-from variants import readiness
+from variants import readiness, slots
 from variants.imaging import FITS, FORMATS, MAX_DIMENSION, Params
 from variants.models import Variant
 from variants.services import variant_transform
@@ -72,6 +73,12 @@ VStatus = Variant.Status
 # GET, a ready variant's 302) always find one (storage_service/serving.py: WEB_THREADS).
 WAITING_PLACES = max(1, web_threads() - 1)
 _waiting_places = threading.BoundedSemaphore(WAITING_PLACES)
+# And how many first requests of one project may wait at once, over every API process
+# (SERVICE_DELIVERY_PROJECT_WAITING): one project's burst of new sizes never takes every
+# waiting place, so another project's first request still waits for its image. A place whose
+# process died lapses after the longest hold and this margin.
+PROJECT_WAITERS = slots.ProjectCap("delivery-waiters")
+WAITER_LAPSE_MARGIN_SECONDS = 30
 
 
 def renders_safely(content_type: str | None) -> bool:
@@ -167,7 +174,7 @@ def delivery_resolve(
     if options.has_transform:
         started = time.monotonic()
         variant = rows.variant or _variant(key, file, options, accept)
-        variant = _wait_for(variant, waited_ms or 0)
+        variant = _wait_for(variant, waited_ms or 0, project_id=key.project_id)
         if variant.status == VStatus.READY and waited_ms is not None:
             return Wait(waited_ms=None)
         if variant.status != VStatus.READY:
@@ -334,16 +341,18 @@ def _variant(key: KeyRow, file: FileRow, options: signing.Options, accept: str) 
     return variant_row(made)
 
 
-def _wait_for(variant: VariantRow, waited_ms: int) -> VariantRow:
+def _wait_for(variant: VariantRow, waited_ms: int, *, project_id: str) -> VariantRow:
     """Wait for the variant to end, for at most one hold (SERVICE_DELIVERY_TRANSFORM_HOLD_MS)
     and never past the total wait, woken by the worker's message the moment it ends
     (variants/readiness.py): the request thread is held briefly, then the browser is sent
     back to ask again (see delivery/resolve.py).
 
-    Only WAITING_PLACES requests of this process wait at once: one of its request threads
-    is always left for every other request, whatever a burst of first requests asks. A
-    request that finds every place taken is answered at once, 503 VARIANT_NOT_READY with
-    Retry-After; its variant is still made, for the next request of the URL.
+    Only WAITING_PLACES requests of this process, and SERVICE_DELIVERY_PROJECT_WAITING of the
+    project over every process, wait at once: one of a process's request threads is always
+    left for every other request, and one project's burst of first requests leaves the other
+    projects' first requests room to wait. A request that finds either full is answered at
+    once, 503 VARIANT_NOT_READY with Retry-After; its variant is still made, for the next
+    request of the URL.
     """
     if variant.status not in (VStatus.PENDING, VStatus.PROCESSING):
         return _ended(variant)
@@ -358,6 +367,26 @@ def _wait_for(variant: VariantRow, waited_ms: int) -> VariantRow:
             status=503,
             details={"status": variant.status},
         )
+    try:
+        with PROJECT_WAITERS.held(
+            project_id,
+            secrets.token_hex(8),
+            cap=settings.SERVICE_DELIVERY_PROJECT_WAITING,
+            lapse_seconds=int(hold) + 1 + WAITER_LAPSE_MARGIN_SECONDS,
+        ) as place:
+            if not place:
+                raise VariantNotReady(
+                    "The image is being made, and as many of the project's requests as may "
+                    "wait are waiting for theirs; retry shortly.",
+                    status=503,
+                    details={"status": variant.status},
+                )
+            return _ended(_wait_once(variant, hold))
+    finally:
+        _waiting_places.release()
+
+
+def _wait_once(variant: VariantRow, hold: float) -> VariantRow:
     latest = variant
 
     def done() -> bool:
@@ -365,11 +394,8 @@ def _wait_for(variant: VariantRow, waited_ms: int) -> VariantRow:
         latest = variant_row(Variant.objects.select_related("output_object").get(id=variant.id))
         return latest.status not in (VStatus.PENDING, VStatus.PROCESSING)
 
-    try:
-        readiness.wait_until_done(variant.id, done, hold)
-    finally:
-        _waiting_places.release()
-    return _ended(latest)
+    readiness.wait_until_done(variant.id, done, hold)
+    return latest
 
 
 def _ended(variant: VariantRow) -> VariantRow:

@@ -135,7 +135,9 @@ def plan(source: tuple[int, int], params: Params) -> Plan:
         scale = max(w / sw, h / sh)
         cw, ch = w / scale, h / scale
         left, top = (sw - cw) / 2, (sh - ch) / 2
-        return Plan(scaled=(w, h), crop=(left, top, left + cw, top + ch), canvas=(w, h))
+        return Plan(
+            scaled=(w, h), crop=_within((left, top, left + cw, top + ch), source), canvas=(w, h)
+        )
     # contain and inside fit within the box; outside covers it (no crop).
     scale = min(w / sw, h / sh) if params.fit in {"contain", "inside"} else max(w / sw, h / sh)
     size = (_side(sw * scale), _side(sh * scale))
@@ -143,6 +145,20 @@ def plan(source: tuple[int, int], params: Params) -> Plan:
         size = (min(size[0], w), min(size[1], h))
         return Plan(scaled=size, crop=None, canvas=(w, h))
     return Plan(scaled=size, crop=None, canvas=size)
+
+
+def _within(
+    box: tuple[float, float, float, float], size: tuple[int, int]
+) -> tuple[float, float, float, float]:
+    """The box inside the image: the side a crop spans whole comes out of the float division
+    a rounding error larger than the image (a 4000x3000 photo to 400x1032: a top of -2e-13),
+    which resize refuses."""
+    return (
+        max(0.0, box[0]),
+        max(0.0, box[1]),
+        min(float(size[0]), box[2]),
+        min(float(size[1]), box[3]),
+    )
 
 
 def _side(value: float) -> int:
@@ -285,6 +301,8 @@ def _render(
     if work is None:
         image.load()
         work = _working_mode(image)
+    if crop is not None:
+        crop = _within(crop, work.size)  # after the reduced decode's division, too
     out = work.resize(scaled, Image.Resampling.LANCZOS, box=crop, reducing_gap=REDUCING_GAP)
     if out.mode == "RGBX":
         out = out.convert("RGB")

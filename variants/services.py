@@ -332,7 +332,7 @@ def variant_fail_timed_out(*, variant_id: str, seconds: int) -> Outcome:
         return Outcome("failed", reason)
 
 
-def variant_waiting_project(*, variant_id: str) -> int | None:
+def variant_waiting_project(*, variant_id: str) -> str | None:
     """The project of a variant that still waits for a worker (pending), else None."""
     return (
         Variant.objects.filter(id=variant_id, status=VStatus.PENDING)

@@ -1,13 +1,14 @@
-"""Per-project transform slots, counted in Redis across every worker.
+"""Per-project caps counted in Redis across every process: the transforms a project has
+running (over all workers), and the first requests of a project waiting for their on-demand
+variants (over all API processes, delivery/resolution.py).
 
-A project may have SERVICE_VARIANT_PROJECT_CONCURRENCY transforms running at once. A slot is
-a member of the project's sorted set, scored by when it expires: a worker killed mid-transform
-(its ``finally`` never runs) leaves a slot that lapses after the hard time limit, so a crash
-never shrinks a project's share for good. Acquiring is one Lua script (trim the lapsed, count,
-add), atomic in Redis, on Redis' own clock.
+A cap's places are members of the project's sorted set, scored by when they lapse: a process
+killed while it holds one (its ``finally`` never runs) leaves a place that lapses by itself, so
+a crash never shrinks a project's share for good. Taking a place is one Lua script (trim the
+lapsed, count, add), atomic in Redis, on Redis' own clock.
 
-Redis not answering does not stop image work: the slot is then not counted (fail open), and
-the transform runs as it would without the cap.
+Redis not answering does not stop the work: the place is then not counted (fail open), and
+the work goes on as it would without the cap.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ logger = logging.getLogger(__name__)
 
 # Beyond the hard time limit, before a slot whose worker died lapses.
 SLOT_MARGIN_SECONDS = 30
-# KEYS[1]: the project's slot set. ARGV: member, seconds until it lapses, the cap.
+# KEYS[1]: the project's set. ARGV: member, seconds until it lapses, the cap.
 _ACQUIRE = """
 local now = tonumber(redis.call('TIME')[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
@@ -54,39 +55,62 @@ def _acquire_script() -> Any:
     return _redis().register_script(_ACQUIRE)
 
 
-def _key(project_id: int) -> str:
-    return redis_key(f"variant-slots:{project_id}")
+class ProjectCap:
+    """At most ``cap`` members of one project at once, each place lapsing after
+    ``lapse_seconds`` unless released first; ``kind`` names the project's Redis key."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+
+    def key(self, project_id: str) -> str:
+        return redis_key(f"{self.kind}:{project_id}")
+
+    def acquire(self, project_id: str, member: str, *, cap: int, lapse_seconds: int) -> bool:
+        """Take a place for ``member``; False when all ``cap`` are taken. Taking a place the
+        member already holds succeeds (a redelivered message)."""
+        try:
+            taken = _acquire_script()(
+                keys=[self.key(project_id)], args=[member, lapse_seconds, cap]
+            )
+        except redis.RedisError as exc:
+            logger.warning("%s not counted: Redis unavailable (%s)", self.kind, type(exc).__name__)
+            return True
+        return bool(taken)
+
+    def release(self, project_id: str, member: str) -> None:
+        try:
+            _redis().zrem(self.key(project_id), member)
+        except redis.RedisError as exc:
+            # The place lapses by itself.
+            logger.warning("%s not released: Redis unavailable (%s)", self.kind, type(exc).__name__)
+
+    @contextmanager
+    def held(self, project_id: str, member: str, *, cap: int, lapse_seconds: int) -> Iterator[bool]:
+        """``with cap.held(...) as held:`` -- released on the way out if it was taken."""
+        taken = self.acquire(project_id, member, cap=cap, lapse_seconds=lapse_seconds)
+        try:
+            yield taken
+        finally:
+            if taken:
+                self.release(project_id, member)
 
 
-def acquire(project_id: int, member: str) -> bool:
-    """Take one of the project's slots for ``member`` (the variant id); False when all are
-    taken. Taking a slot the member already holds succeeds (a redelivered message)."""
-    lapse = settings.SERVICE_VARIANT_TIME_LIMIT_SECONDS + SLOT_MARGIN_SECONDS
-    cap = settings.SERVICE_VARIANT_PROJECT_CONCURRENCY
-    try:
-        return bool(_acquire_script()(keys=[_key(project_id)], args=[member, lapse, cap]))
-    except redis.RedisError as exc:
-        logger.warning("transform slots not counted: Redis unavailable (%s)", type(exc).__name__)
-        return True
-
-
-def release(project_id: int, member: str) -> None:
-    try:
-        _redis().zrem(_key(project_id), member)
-    except redis.RedisError as exc:
-        # The slot lapses by itself after the hard time limit.
-        logger.warning("transform slot not released: Redis unavailable (%s)", type(exc).__name__)
+# A project's transforms running at once (SERVICE_VARIANT_PROJECT_CONCURRENCY).
+TRANSFORM_SLOTS = ProjectCap("variant-slots")
 
 
 @contextmanager
-def slot(project_id: int, member: str) -> Iterator[bool]:
-    """``with slot(project, variant) as held:`` -- released on the way out if it was taken."""
-    held = acquire(project_id, member)
-    try:
+def slot(project_id: str, member: str) -> Iterator[bool]:
+    """``with slot(project, variant) as held:`` -- one of the project's transform slots for
+    the variant, released on the way out if it was taken; a slot whose worker died lapses
+    after the hard time limit."""
+    with TRANSFORM_SLOTS.held(
+        project_id,
+        member,
+        cap=settings.SERVICE_VARIANT_PROJECT_CONCURRENCY,
+        lapse_seconds=settings.SERVICE_VARIANT_TIME_LIMIT_SECONDS + SLOT_MARGIN_SECONDS,
+    ) as held:
         yield held
-    finally:
-        if held:
-            release(project_id, member)
 
 
 def defer_seconds(retries: int) -> float:

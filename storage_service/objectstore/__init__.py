@@ -2,10 +2,11 @@
 
 The store is configured once, as the storage ``STORAGES["files"]``: FileStorage
 (objectstore/storage.py), django-storages' S3Storage plus the public endpoint. Download URLs
-come from its ``url()`` and the variant workers read and write whole objects through its file
-API (``read``, ``write``); what Django's storage API cannot express (a PUT signed for an exact
-length, type and If-None-Match, multipart uploads, HEAD with checksums, ranged reads, batched
-deletes) goes through the boto3 client it holds. Upload URLs, and GETs signed at a chosen
+come from its ``url()``; the rest goes through the boto3 client it holds: what Django's
+storage API cannot express (a PUT signed for an exact length, type and If-None-Match,
+multipart uploads, HEAD with checksums, ranged reads, batched deletes), and the variant
+workers' whole-object ``read`` and ``write``, one round trip each (the file API costs a HEAD
+more for either). Upload URLs, and GETs signed at a chosen
 instant, are signed in process (sigv4) with the credentials botocore resolves, so presigning
 costs no round trip.
 Every store error reaches callers as StorageUnavailable (or None/False where "not there" is
@@ -22,11 +23,9 @@ from functools import lru_cache
 from typing import IO, TYPE_CHECKING, Any, cast
 from urllib.parse import quote
 
-from boto3.exceptions import S3UploadFailedError
 from botocore.credentials import ReadOnlyCredentials
 from botocore.exceptions import BotoCoreError, ClientError
 from django.core.files.storage import storages
-from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
 from storage_service import sigv4
@@ -398,19 +397,27 @@ def read(key: str, *, max_bytes: int) -> IO[bytes]:
     """The whole object, rewound, in memory or (when large) in a temporary file; never more
     than ``max_bytes`` of it.
 
-    Opening the storage's file reads the size (a HEAD) before a byte is downloaded; then a
-    GET of at most ``max_bytes + 1`` bytes (a range, which the file API cannot ask for) means
-    an object replaced by a larger one since still costs at most that much to find out
-    (SourceTooLarge either way).
+    One GET of at most ``max_bytes + 1`` bytes (a range): its answer's ``Content-Range``
+    gives the object's whole size before a byte of the body is read, so a larger object is
+    refused (SourceTooLarge) with its body left unread, and one that the store sends whole
+    anyway costs at most that much to find out. One round trip: a HEAD first would add a
+    second to every transform.
     """
     spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)  # noqa: SIM115 (returned)
     try:
-        with storage().open(key, "rb") as stored:
-            if stored.size > max_bytes:
-                raise SourceTooLarge(_too_large(stored.size, max_bytes))
-            body = stored.obj.get(Range=f"bytes=0-{max_bytes}")["Body"]
-        received = 0
         try:
+            response = client().get_object(Bucket=bucket(), Key=key, Range=f"bytes=0-{max_bytes}")
+        except ClientError as exc:
+            if _error_code(exc) == "InvalidRange":  # an empty object has no byte 0
+                spool.seek(0)
+                return spool
+            raise
+        body = response["Body"]
+        try:
+            size = _whole_size(response)
+            if size > max_bytes:
+                raise SourceTooLarge(_too_large(size, max_bytes))
+            received = 0
             while chunk := body.read(min(CHUNK_BYTES, max_bytes + 1 - received)):
                 received += len(chunk)
                 if received > max_bytes:
@@ -418,12 +425,9 @@ def read(key: str, *, max_bytes: int) -> IO[bytes]:
                 spool.write(chunk)
         finally:
             body.close()
-    except FileNotFoundError as exc:  # the storage's answer to a 404 on open
-        spool.close()
-        raise ObjectMissing(key) from exc
     except ClientError as exc:
         spool.close()
-        if _is_missing(exc):  # deleted between the HEAD and the GET
+        if _is_missing(exc):
             raise ObjectMissing(key) from exc
         raise StorageUnavailable("The object store refused the request.") from exc
     except BotoCoreError as exc:
@@ -436,6 +440,16 @@ def read(key: str, *, max_bytes: int) -> IO[bytes]:
     return spool
 
 
+def _whole_size(response: Mapping[str, Any]) -> int:
+    """The object's size from a ranged GET's answer: after the slash of ``Content-Range``
+    (``bytes 0-99/1234``), or the length sent when the store sent it whole (no range)."""
+    content_range = str(response.get("ContentRange") or "")
+    total = content_range.rpartition("/")[2]
+    if total.isdigit():
+        return int(total)
+    return int(response.get("ContentLength") or 0)
+
+
 def _too_large(size: int, limit: int, *, grew: bool = False) -> str:
     found = f"more than {limit}" if grew else str(size)
     return (
@@ -444,15 +458,12 @@ def _too_large(size: int, limit: int, *, grew: bool = False) -> str:
 
 
 def write(key: str, data: bytes, *, content_type: str) -> str:
-    """Store ``data`` under ``key`` (the storage's save, as is: keys are never reused);
-    returns the store's ETag (without quotes)."""
+    """Store ``data`` under ``key`` (keys are never reused) with the storage's object
+    parameters, in one PUT; returns the store's ETag (without quotes). botocore sends the
+    body's checksum with it, which the store verifies before it answers."""
+    parameters = {**storage().get_object_parameters(key), "ContentType": content_type}
     try:
-        saved = storage().save(key, SimpleUploadedFile(key, data, content_type=content_type))
-    except (ClientError, BotoCoreError, S3UploadFailedError) as exc:
+        response = client().put_object(Bucket=bucket(), Key=key, Body=data, **parameters)
+    except (ClientError, BotoCoreError) as exc:
         raise StorageUnavailable("The object store could not store the variant.") from exc
-    if saved != key:
-        raise RuntimeError(f"the storage saved {key!r} as {saved!r}")
-    info = head(key)
-    if info is None or info.size != len(data):
-        raise StorageUnavailable("The object store lost the variant it was given.")
-    return info.etag
+    return str(response.get("ETag", "")).strip('"')

@@ -363,8 +363,8 @@ CELERY_BEAT_SCHEDULE["requeue-stale-variants"] = {
 
 # --- Image work limits -------------------------------------------------------------------
 # Each is documented, with its reason, in the "Image work" section of docs/security.md.
-# Originals larger than this are never downloaded: the size is checked by HEAD first, and the
-# download itself is a ranged GET that stops at this many bytes (an object that grew).
+# Originals larger than this are never downloaded: the download is a ranged GET of at most
+# this many bytes (and one), refused on its answer's size before its body is read.
 SERVICE_VARIANT_MAX_SOURCE_BYTES = env_int(
     "SERVICE_VARIANT_MAX_SOURCE_BYTES", 100 * 1024 * 1024, minimum=1
 )
@@ -400,6 +400,10 @@ if SERVICE_VARIANT_SOFT_TIME_LIMIT_SECONDS >= SERVICE_VARIANT_TIME_LIMIT_SECONDS
 CELERY_WORKER_MAX_MEMORY_PER_CHILD = env_int(
     "SERVICE_WORKER_MAX_MEMORY_PER_CHILD_KIB", 400 * 1024, minimum=1
 )
+# The nice value of each Celery pool process (image work; not the webhook worker's threads),
+# and of the worker's session's autogroup (storage_service/cpupriority.py): the API's requests
+# take the CPU first. 0 leaves the priority as it is.
+SERVICE_WORKER_NICE = env_int("SERVICE_WORKER_NICE", 10, minimum=0, maximum=19)
 # Transforms have their own queue: the sweeps (Celery's default queue) and the webhook
 # deliveries never wait behind a backlog of image work.
 SERVICE_TRANSFORM_QUEUE = env_str("SERVICE_TRANSFORM_QUEUE", "transforms")
@@ -526,6 +530,13 @@ SERVICE_DELIVERY_TRANSFORM_WAIT_SECONDS = env_int(
 )
 SERVICE_DELIVERY_TRANSFORM_HOLD_MS = env_int(
     "SERVICE_DELIVERY_TRANSFORM_HOLD_MS", 1000, minimum=0, maximum=10_000
+)
+# First requests of one project waiting for their on-demand variants at once, over every API
+# process (Redis); beyond it a first request answers 503 VARIANT_NOT_READY at once, its variant
+# still made. Twice the project's transforms that may run at once: more waiters would mostly
+# wait behind the project's own queue, holding request threads for nothing.
+SERVICE_DELIVERY_PROJECT_WAITING = env_int(
+    "SERVICE_DELIVERY_PROJECT_WAITING", 2 * SERVICE_VARIANT_PROJECT_CONCURRENCY, minimum=1
 )
 # Resolutions per project per minute, over every API process (Redis); 0 turns it off.
 SERVICE_DELIVERY_RATE_PER_MINUTE = env_int("SERVICE_DELIVERY_RATE_PER_MINUTE", 60_000, minimum=0)

@@ -75,7 +75,8 @@ def object_store(
                 read_timeout=SERVICE_STORE_READ_TIMEOUT_SECONDS,
                 max_pool_connections=32,
             ),
-            # The workers' writes run on their own thread, where a soft time limit reaches them.
+            # Transfers through the file API run on the caller's thread, where a soft time limit
+            # reaches them.
             "transfer_config": TransferConfig(use_threads=False),
             # Keys are chosen by the service and never reused: a write never renames.
             "file_overwrite": True,

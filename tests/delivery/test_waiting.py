@@ -111,3 +111,57 @@ def test_a_process_never_waits_on_its_last_request_thread(actor: Actor) -> None:
         assert result["answer"].status_code == 302
     assert Variant.objects.get(id=overflow).status == "ready"
     assert Client().get(first_request_url(actor, file["id"], 90)).status_code == 302
+
+
+@override_settings(SERVICE_DELIVERY_TRANSFORM_HOLD_MS=HOLD_MS, SERVICE_DELIVERY_PROJECT_WAITING=2)
+def test_one_projects_burst_leaves_other_projects_room_to_wait(actor: Actor) -> None:
+    """While as many of a project's first requests wait as the project may have waiting,
+    its further first requests are answered at once, 503 VARIANT_NOT_READY with Retry-After,
+    their variants still made; another project's first request still waits, and gets its
+    302 once its variant is ready."""
+    assert resolution.WAITING_PLACES >= 3
+    other = make_actor("delivery-other-waiter")
+    for owner in (actor, other):
+        assert owner.post("/v1/delivery-keys", {}).status_code == 201
+    file = uploaded_file(actor, encode(stripes(), "PNG"))
+    other_file = uploaded_file(other, encode(stripes(), "PNG"))
+    waiters = []
+    for width in (40, 41):
+        path = first_request_url(actor, file["id"], width)
+        waiters.append(in_thread(lambda path=path: Client().get(path)))  # type: ignore[misc]
+        variant_created(file["id"], f"w{width}_cover_png_q80")
+    time.sleep(0.3)
+
+    refused = [Client().get(first_request_url(actor, file["id"], width)) for width in (50, 51)]
+    for answer in refused:
+        assert (answer.status_code, error_code(answer)) == (503, "VARIANT_NOT_READY")
+        assert answer["Retry-After"] == "1"
+        assert answer["Cache-Control"] == "no-store"
+    made = [variant_created(file["id"], f"w{width}_cover_png_q80") for width in (50, 51)]
+
+    other_path = first_request_url(other, other_file["id"], 40)
+    other_waiter, other_result = in_thread(lambda: Client().get(other_path))
+    other_variant = variant_created(other_file["id"], "w40_cover_png_q80")
+    time.sleep(0.3)
+    assert other_waiter.is_alive()  # waiting, not refused
+    assert variant_process(variant_id=other_variant).status == "ready"
+    other_waiter.join(timeout=HOLD_MS / 1000 + 5)
+    assert other_result["answer"].status_code == 302
+
+    for variant_id in Variant.objects.filter(status="pending").values_list("id", flat=True):
+        variant_process(variant_id=variant_id)
+    for thread, result in waiters:
+        thread.join(timeout=HOLD_MS / 1000 + 5)
+        assert result["answer"].status_code == 302
+    assert set(Variant.objects.filter(id__in=made).values_list("status", flat=True)) == {"ready"}
+    for width in (50, 51):
+        assert Client().get(first_request_url(actor, file["id"], width)).status_code == 302
+    # The waiting places were given back: the project's next first request waits again.
+    path = first_request_url(actor, file["id"], 60)
+    waiter, result = in_thread(lambda: Client().get(path))
+    variant_id = variant_created(file["id"], "w60_cover_png_q80")
+    time.sleep(0.3)
+    assert waiter.is_alive()
+    assert variant_process(variant_id=variant_id).status == "ready"
+    waiter.join(timeout=HOLD_MS / 1000 + 5)
+    assert result["answer"].status_code == 302

@@ -87,3 +87,6 @@ def test_a_variant_is_written_and_read_back_through_the_storage(moto_store: None
         objectstore.read("p/variant", max_bytes=len(data) - 1)
     with pytest.raises(objectstore.ObjectMissing):
         objectstore.read("p/gone", max_bytes=len(data))
+    objectstore.write("p/empty", b"", content_type="image/png")
+    with objectstore.read("p/empty", max_bytes=len(data)) as source:
+        assert source.read() == b""

@@ -61,6 +61,17 @@ def test_cover_crops_the_centre() -> None:
     assert close(out.convert("RGB").getpixel((47, 25)), GREEN)
 
 
+@pytest.mark.parametrize("fmt", ["PNG", "JPEG"])
+@pytest.mark.parametrize("size", [(1, 11), (7, 21), (30, 29), (11, 1)])
+def test_a_cover_crop_spanning_a_whole_side_renders(fmt: str, size: tuple[int, int]) -> None:
+    """A box whose crop spans the image's whole height (or width) is made, whatever rounding
+    the division leaves (these sizes of a 40x30 image, as 400x1032 of a 4000x3000 photo, once
+    failed as "corrupt")."""
+    source = encode(stripes((40, 30)), fmt)
+    out = render(source, Params(*size, "cover", "png"), max_pixels=CAP)
+    assert decoded(out.data).size == size
+
+
 def test_contain_letterboxes_transparently_and_on_white_for_jpeg() -> None:
     source = encode(stripes(), "PNG")
     webp = decoded(render(source, Params(90, 90, "contain", "webp"), max_pixels=CAP).data)
