@@ -29,6 +29,9 @@ _STANDARD_ATTRS = frozenset(
 )
 
 request_logger = logging.getLogger("storage_service.requests")
+# One encoder for every line (json.dumps with options builds a new one per call); a value JSON
+# has no form for (a datetime, an id object) is logged as its str().
+_LINE_ENCODER = json.JSONEncoder(default=str, ensure_ascii=False)
 
 
 class JsonFormatter(logging.Formatter):
@@ -48,7 +51,7 @@ class JsonFormatter(logging.Formatter):
             "message": record.getMessage(),
             **context,
         }
-        return json.dumps(line, default=str, ensure_ascii=False)
+        return _LINE_ENCODER.encode(line)
 
 
 # The tasks running in this context, innermost last: (name, id, args) of each. Set by Celery's
