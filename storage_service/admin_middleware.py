@@ -20,7 +20,7 @@ from __future__ import annotations
 from django.contrib.auth.middleware import AuthenticationMiddleware
 from django.contrib.messages.middleware import MessageMiddleware
 from django.contrib.sessions.middleware import SessionMiddleware
-from django.http import HttpRequest, HttpResponseBase
+from django.http import HttpRequest, HttpResponse
 
 API_PREFIX = "/v1/"
 
@@ -35,9 +35,7 @@ class AdminSessionMiddleware(SessionMiddleware):
         if not is_api_request(request):
             super().process_request(request)
 
-    def process_response(
-        self, request: HttpRequest, response: HttpResponseBase
-    ) -> HttpResponseBase:
+    def process_response(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
         if is_api_request(request):
             return response
         return super().process_response(request, response)
@@ -56,10 +54,7 @@ class AdminMessageMiddleware(MessageMiddleware):
         if not is_api_request(request):
             super().process_request(request)
 
-    def process_response(
-        self, request: HttpRequest, response: HttpResponseBase
-    ) -> HttpResponseBase:
+    def process_response(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
         if is_api_request(request):
             return response
         return super().process_response(request, response)
-
