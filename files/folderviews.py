@@ -16,6 +16,7 @@ from files.serializers import FolderMoveRequest, FolderRequest
 from jobs.serializers import job_json
 from jobs.shapes import JobJson
 from storage_service.openapi import Links, errors_of
+from storage_service.policies import SharedPolicies
 from storage_service.serializers import validated
 from storage_service.shapes import Data
 
@@ -25,7 +26,7 @@ JOB_STARTED = {202: Links(Data[JobJson], JOB_LINKS)}
 JOB_REFUSALS = ("FOLDER_NOT_FOUND", "RATE_LIMITED")
 
 
-class FolderOperationViewSet(viewsets.ViewSet):
+class FolderOperationViewSet(SharedPolicies, viewsets.ViewSet):
     # Every route here is a POST: without this, the action named "delete" would also be
     # taken for the HTTP method's handler (DRF advertises DELETE in Allow and answers it).
     http_method_names = ["post", "options"]

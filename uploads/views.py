@@ -19,6 +19,7 @@ from storage_service.idempotency import (
     request_fingerprint,
 )
 from storage_service.openapi import Links, Shape, each, errors_of, path_id
+from storage_service.policies import SharedPolicies
 from storage_service.serializers import validated
 from storage_service.shapes import Data
 from uploads import services
@@ -43,7 +44,7 @@ SESSION_OPERATIONS = (
 NOT_FOUND = ("UPLOAD_NOT_FOUND",)
 
 
-class MultipartUploadViewSet(viewsets.ViewSet):
+class MultipartUploadViewSet(SharedPolicies, viewsets.ViewSet):
     @extend_schema(
         extensions=scope("files:write", upload_token=True),
         tags=["uploads"],
