@@ -14,6 +14,7 @@ from accounts.scopes import ScopeName, scope, scopes_of
 from accounts.shapes import Environment, MeJson, UsageJson
 from accounts.usage import ProjectUsage, project_usage
 from storage_service.openapi import Shape
+from storage_service.policies import SharedPolicies
 from storage_service.shapes import Data
 from storage_service.timefmt import iso_required
 
@@ -40,7 +41,7 @@ def me_json(api_key: ApiKey) -> MeJson:
     }
 
 
-class MeView(APIView):
+class MeView(SharedPolicies, APIView):
     @extend_schema(
         tags=["identity"],
         extensions=scope(None),
@@ -64,7 +65,7 @@ def usage_json(usage: ProjectUsage, limits: ProjectLimits | None) -> UsageJson:
     }
 
 
-class UsageView(APIView):
+class UsageView(SharedPolicies, APIView):
     @extend_schema(
         tags=["usage"],
         extensions=scope(None),

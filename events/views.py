@@ -16,12 +16,13 @@ from events.models import EventQuerySet
 from events.shapes import EventEnvelopeJson
 from storage_service.openapi import Shape, errors_of, path_id
 from storage_service.pagination import CursorPagination
+from storage_service.policies import SharedPolicies
 from storage_service.shapes import Data
 
 EVENT_ID = path_id("event_id", "evt")
 
 
-class EventViewSet(viewsets.GenericViewSet):
+class EventViewSet(SharedPolicies, viewsets.GenericViewSet):
     """The events webhooks receive, read back: the key's mode, the retention window."""
 
     pagination_class = CursorPagination

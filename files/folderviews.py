@@ -18,6 +18,7 @@ from jobs.serializers import job_json
 from jobs.shapes import JobJson
 from storage_service.openapi import Links, errors_of
 from storage_service.operations import Decorator
+from storage_service.policies import SharedPolicies
 from storage_service.serializers import StrictSerializer, validated
 from storage_service.shapes import Data
 
@@ -45,7 +46,7 @@ def job_started(job: Job) -> Response:
     return Response(answer, status=202)
 
 
-class FolderOperationViewSet(viewsets.ViewSet):
+class FolderOperationViewSet(SharedPolicies, viewsets.ViewSet):
     # Every route here is a POST: without this, the action named "delete" would also be
     # taken for the HTTP method's handler (DRF advertises DELETE in Allow and answers it).
     http_method_names = ["post", "options"]

@@ -59,11 +59,12 @@ from storage_service.idempotency import (
 )
 from storage_service.openapi import Links, Shape, errors_of
 from storage_service.pagination import CursorPagination
+from storage_service.policies import SharedPolicies
 from storage_service.serializers import EmptyRequest, validated
 from storage_service.shapes import Data
 
 
-class FileViewSet(viewsets.GenericViewSet):
+class FileViewSet(SharedPolicies, viewsets.GenericViewSet):
     """The contract's "Files" section."""
 
     pagination_class = CursorPagination
@@ -283,7 +284,7 @@ class FileViewSet(viewsets.GenericViewSet):
         return Response(answer)
 
 
-class FileBatchViewSet(viewsets.ViewSet):
+class FileBatchViewSet(SharedPolicies, viewsets.ViewSet):
     @extend_schema(
         extensions=scope("files:write"),
         tags=["files"],
@@ -363,7 +364,7 @@ def _result(outcome: Outcome, request: Request) -> BatchResultJson:
     return batch_result_json(outcome, (rendered.status_code, rendered.data))
 
 
-class FolderViewSet(viewsets.GenericViewSet):
+class FolderViewSet(SharedPolicies, viewsets.GenericViewSet):
     pagination_class = CursorPagination
     filterset_class = FolderFilterSet
     ordering = ("name",)  # a folder's name is unique among its parent's children

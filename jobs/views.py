@@ -16,12 +16,13 @@ from jobs.serializers import job_json
 from jobs.shapes import JobJson
 from storage_service.openapi import Shape, errors_of, path_id
 from storage_service.pagination import CursorPagination
+from storage_service.policies import SharedPolicies
 from storage_service.shapes import Data
 
 JOB_ID = path_id("job_id", "job")
 
 
-class JobViewSet(viewsets.GenericViewSet):
+class JobViewSet(SharedPolicies, viewsets.GenericViewSet):
     pagination_class = CursorPagination
     filterset_class = JobFilterSet
     ordering = ("-id",)  # newest first: ids are time-ordered

@@ -16,9 +16,11 @@ import json
 import logging
 import time
 from collections.abc import Callable
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any
 
+from celery.signals import task_postrun, task_prerun
 from django.http import HttpRequest, HttpResponse
 
 # Attributes every LogRecord has; anything else on a record came from ``extra=`` and is context.
@@ -27,6 +29,9 @@ _STANDARD_ATTRS = frozenset(
 )
 
 request_logger = logging.getLogger("storage_service.requests")
+# One encoder for every line (json.dumps with options builds a new one per call); a value JSON
+# has no form for (a datetime, an id object) is logged as its str().
+_LINE_ENCODER = json.JSONEncoder(default=str, ensure_ascii=False)
 
 
 class JsonFormatter(logging.Formatter):
@@ -46,24 +51,36 @@ class JsonFormatter(logging.Formatter):
             "message": record.getMessage(),
             **context,
         }
-        return json.dumps(line, default=str, ensure_ascii=False)
+        return _LINE_ENCODER.encode(line)
+
+
+# The tasks running in this context, innermost last: (name, id, args) of each. Set by Celery's
+# task_prerun and task_postrun signals, so a record logged outside any task (every API request
+# line) is told so by one context-variable read, not by asking Celery for its current task.
+_running_tasks: ContextVar[tuple[tuple[str, str, list[Any]], ...]] = ContextVar(
+    "running_tasks", default=()
+)
+
+
+@task_prerun.connect
+def _task_started(*, task_id: str, task: Any, args: Any = None, **_: Any) -> None:
+    # Every task's arguments are row ids (variant, delivery, ...), never secrets, so a
+    # task's log lines say what it was working on.
+    _running_tasks.set((*_running_tasks.get(), (task.name, task_id, list(args or []))))
+
+
+@task_postrun.connect
+def _task_ended(**_: Any) -> None:
+    _running_tasks.set(_running_tasks.get()[:-1])
 
 
 class TaskContextFilter(logging.Filter):
     """Adds ``task``, ``taskId`` and ``taskArgs`` to every record logged while a task runs."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        from celery import current_task
-
-        task = current_task
-        request = getattr(task, "request", None) if task else None
-        task_id = getattr(request, "id", None)
-        if task_id and not hasattr(record, "taskId"):
-            record.task = task.name
-            record.taskId = task_id
-            # Every task's arguments are row ids (variant, delivery, ...), never secrets, so a
-            # task's log lines say what it was working on.
-            record.taskArgs = list(getattr(request, "args", None) or [])
+        running = _running_tasks.get()
+        if running and not hasattr(record, "taskId"):
+            record.task, record.taskId, record.taskArgs = running[-1]
         return True
 
 

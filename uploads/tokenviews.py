@@ -13,6 +13,7 @@ from storage_service.filtering import FilterSet
 from storage_service.issued import IssuedResourceSchema, IssuedResourceViews
 from storage_service.openapi import Links, each, path_id
 from storage_service.pagination import CursorPagination
+from storage_service.policies import SharedPolicies
 from storage_service.serializers import validated
 from storage_service.shapes import Data
 from uploads import tokens
@@ -39,7 +40,7 @@ TOKENS = IssuedResourceSchema(
 )
 
 
-class UploadTokenViewSet(IssuedResourceViews[UploadToken], viewsets.GenericViewSet):
+class UploadTokenViewSet(IssuedResourceViews[UploadToken], SharedPolicies, viewsets.GenericViewSet):
     pagination_class = CursorPagination
     filterset_class = UploadTokenFilterSet
     ordering = ("-id",)  # newest first: ids are time-ordered

@@ -20,6 +20,7 @@ from storage_service.idempotency import (
 )
 from storage_service.openapi import Links, each, errors_of, path_id
 from storage_service.operations import ResourceSchema
+from storage_service.policies import SharedPolicies
 from storage_service.serializers import validated
 from storage_service.shapes import Data
 from uploads import services
@@ -50,7 +51,7 @@ SESSIONS = ResourceSchema(
 )
 
 
-class MultipartUploadViewSet(viewsets.ViewSet):
+class MultipartUploadViewSet(SharedPolicies, viewsets.ViewSet):
     @extend_schema(
         extensions=scope("files:write", upload_token=True),
         tags=["uploads"],

@@ -16,6 +16,7 @@ from files.serializers import DownloadUrlRequest, download_url_json
 from files.shapes import DownloadUrlJson
 from storage_service.openapi import Links, Shape, errors_of, path_id
 from storage_service.pagination import CursorPagination
+from storage_service.policies import SharedPolicies
 from storage_service.serializers import validated
 from storage_service.shapes import Data
 from variants import services
@@ -28,7 +29,7 @@ VARIANT_ID = path_id("variant_id", "var")
 NOT_FOUND = ("FILE_NOT_FOUND",)
 
 
-class VariantViewSet(viewsets.GenericViewSet):
+class VariantViewSet(SharedPolicies, viewsets.GenericViewSet):
     pagination_class = CursorPagination
     filterset_class = VariantFilterSet
     page_size = 100

@@ -12,6 +12,7 @@ from accounts.scopes import scope
 from storage_service.issued import IssuedResourceSchema, IssuedResourceViews
 from storage_service.openapi import Links, Shape, each, errors_of, path_id
 from storage_service.pagination import CursorPagination
+from storage_service.policies import SharedPolicies
 from storage_service.serializers import EmptyRequest, validated
 from storage_service.shapes import Data
 from webhooks import replay, selectors, services
@@ -47,7 +48,7 @@ ENDPOINTS = IssuedResourceSchema(
 )
 
 
-class WebhookViewSet(IssuedResourceViews[Endpoint], viewsets.ViewSet):
+class WebhookViewSet(IssuedResourceViews[Endpoint], SharedPolicies, viewsets.ViewSet):
     resource_field, secret_field, ended_field = "webhook", "secret", "deleted"
 
     def render(self, resource: Endpoint) -> WebhookJson:
@@ -185,7 +186,7 @@ class WebhookViewSet(IssuedResourceViews[Endpoint], viewsets.ViewSet):
         return self.issued(rotated.endpoint, rotated.secret, status=200)
 
 
-class DeliveryViewSet(viewsets.GenericViewSet):
+class DeliveryViewSet(SharedPolicies, viewsets.GenericViewSet):
     name = "Webhook"  # what OPTIONS calls the route's resource, as on the webhook's own routes
     pagination_class = CursorPagination
     filterset_class = DeliveryFilterSet

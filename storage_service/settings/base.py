@@ -63,11 +63,13 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # The admin's assets, served by the app itself in every profile (no separate web server).
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
+    # The admin's and the console's: Django's own, doing nothing on API paths
+    # (storage_service/admin_middleware.py).
+    "storage_service.admin_middleware.AdminSessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
+    "storage_service.admin_middleware.AdminAuthenticationMiddleware",
+    "storage_service.admin_middleware.AdminMessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 

@@ -88,6 +88,27 @@ def test_api_answers_carry_nothing_of_the_admins_middleware(owner: Actor) -> Non
     assert answer["X-Request-Id"]
 
 
+def test_api_answers_set_no_cookie_for_the_admins_cookies(owner: Actor) -> None:
+    """A browser that used the admin sends its cookies to the API too (here a session that
+    has since expired, and its CSRF token): API answers set none and vary on none, while the
+    admin still reads them and clears the stale session."""
+    file_id = start_upload(owner)["file"]["id"]
+    owner.client.cookies["sessionid"] = "stale-session-key"
+    owner.client.cookies["csrftoken"] = "a" * 32
+    for answer in (
+        owner.get(f"/v1/files/{file_id}"),
+        owner.get("/v1/files?limit=2"),
+        owner.get("/v1/nothing-here"),
+        owner.post("/v1/files/upload", UPLOAD),
+    ):
+        assert answer.status_code in (200, 201, 404), answer.content
+        assert "Set-Cookie" not in answer and not answer.cookies
+        assert "Cookie" not in answer.get("Vary", "")
+    admin = owner.client.get("/admin/login/")
+    assert admin.status_code == 200
+    assert admin.cookies["sessionid"].value == ""  # the stale session, deleted
+
+
 def test_the_admin_keeps_sessions_and_its_csrf_check() -> None:
     User.objects.create_superuser("staff", "staff@example.test", "pw")
     browser = Client(enforce_csrf_checks=True)
