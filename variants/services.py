@@ -262,6 +262,15 @@ def variant_process(*, variant_id: str) -> Outcome:
     if claimed != 1:
         return Outcome("skipped")
     variant = Variant.objects.select_related("source_object").get(id=variant_id)
+    recorded = variant.source_object.size
+    if recorded is not None and recorded > settings.SERVICE_VARIANT_MAX_SOURCE_BYTES:
+        # Known too large from its row: refused without a byte asked of the store. (The read
+        # below still stops at the cap for an object that grew since.)
+        return _fail(
+            variant_id,
+            claim,
+            objectstore.too_large(recorded, settings.SERVICE_VARIANT_MAX_SOURCE_BYTES),
+        )
     try:
         with objectstore.read(
             variant.source_object.storage_key,

@@ -416,12 +416,12 @@ def read(key: str, *, max_bytes: int) -> IO[bytes]:
         try:
             size = _whole_size(response)
             if size > max_bytes:
-                raise SourceTooLarge(_too_large(size, max_bytes))
+                raise SourceTooLarge(too_large(size, max_bytes))
             received = 0
             while chunk := body.read(min(CHUNK_BYTES, max_bytes + 1 - received)):
                 received += len(chunk)
                 if received > max_bytes:
-                    raise SourceTooLarge(_too_large(received, max_bytes, grew=True))
+                    raise SourceTooLarge(too_large(received, max_bytes, grew=True))
                 spool.write(chunk)
         finally:
             body.close()
@@ -450,7 +450,9 @@ def _whole_size(response: Mapping[str, Any]) -> int:
     return int(response.get("ContentLength") or 0)
 
 
-def _too_large(size: int, limit: int, *, grew: bool = False) -> str:
+def too_large(size: int, limit: int, *, grew: bool = False) -> str:
+    """Why a source is refused: its size (or, when only a read past the cap showed it, that
+    it is more than the cap) beside the cap."""
     found = f"more than {limit}" if grew else str(size)
     return (
         f"The original is {found} bytes; variants are made from originals of at most {limit} bytes."

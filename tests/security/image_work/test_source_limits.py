@@ -70,8 +70,8 @@ def test_an_original_over_the_byte_cap_is_refused_before_a_byte_of_it_is_read(
 def test_the_worker_reads_no_more_than_the_cap_from_an_object_that_grew(
     owner: Actor, override_objectstore: Callable[[str], None]
 ) -> None:
-    """The HEAD saw a small object; by the GET it was replaced by a large one. The ranged GET
-    stops at the cap, and the variant fails with the reason."""
+    """The file's row says a small object; by the GET it was replaced by a large one. The
+    ranged GET stops at the cap, and the variant fails with the size the store reported."""
     cap = 50_000
     file = uploaded_file(owner, noise_png((60, 60)))  # about 11 KB
     [thumb] = Variant.objects.filter(file_id=file["id"])
@@ -88,7 +88,7 @@ def test_the_worker_reads_no_more_than_the_cap_from_an_object_that_grew(
             outcome = variant_services.variant_process(variant_id=thumb.id)
     assert outcome.status == "failed"
     assert Variant.objects.get(id=thumb.id).failure_reason == (
-        f"The original is more than {cap} bytes; variants are made from originals of at "
+        f"The original is {len(grown)} bytes; variants are made from originals of at "
         f"most {cap} bytes."
     )
     # The cap, one byte more, and the response headers: not the megabyte the object now is.
