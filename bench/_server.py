@@ -31,10 +31,10 @@ def web_workers() -> int:
     return web_workers()
 
 
-def worker_line() -> str:
+def worker_line(role: str = "api") -> str:
     from storage_service.serving import web_threads
 
-    return f"granian WSGI, {web_threads()} thread(s) each"
+    return f"granian WSGI, {web_threads(role)} thread(s) each"
 
 
 def free_port() -> int:
@@ -56,7 +56,8 @@ class Server:
 
     def describe(self) -> str:
         return (
-            f"{self.app} ({self.role} role), {self.workers} workers ({worker_line()}, from "
+            f"{self.app} ({self.role} role), {self.workers} workers "
+            f"({worker_line(self.role)}, from "
             f"storage_service/serving.py as `make run`), {self.base_url}"
         )
 

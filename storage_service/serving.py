@@ -157,13 +157,23 @@ def web_workers() -> int:
     return env_int("WEB_CONCURRENCY", _cpu_count(), minimum=1)
 
 
-def web_threads() -> int:
-    """Threads per worker: WEB_THREADS, else 4, so a request waiting on PostgreSQL or Redis
-    leaves the core to another, and requests waiting for an image made on demand (at most
-    all threads but one, delivery/resolution.py) leave threads to a page's other images and
-    one to everyone else. 2 processes x 4 threads on 2 cores serve GET within 10% of 2 x 2
-    (docs/performance.md), which cannot wait for three images and serve anyone else."""
-    return env_int("WEB_THREADS", 4, minimum=1)
+# Threads per worker process when WEB_THREADS is not set, by role. The API's requests wait
+# only on PostgreSQL and Redis, briefly: two threads keep the core busy while one waits, and
+# each thread more costs every request CPU in the GIL's hand-offs (about 10% of a GET's at
+# four). A delivery server's requests may also wait for an image made on demand (at most all
+# threads but one, delivery/resolution.py), so it keeps threads for a page's other images
+# and one for everyone else.
+DEFAULT_THREADS = {"api": 2, "delivery": 4}
+
+
+def web_role() -> str:
+    """What this server answers: SERVICE_ROLE (set by ``--role``), else the API."""
+    return os.environ.get("SERVICE_ROLE") or "api"
+
+
+def web_threads(role: str | None = None) -> int:
+    """Threads per worker: WEB_THREADS, else the role's default (DEFAULT_THREADS)."""
+    return env_int("WEB_THREADS", DEFAULT_THREADS.get(role or web_role(), 2), minimum=1)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -210,7 +220,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         port=args.port,
         interface=Interfaces.WSGI,
         workers=args.workers or web_workers(),
-        blocking_threads=web_threads(),
+        blocking_threads=web_threads(args.role),
         http=HTTPModes.http1,
         websockets=False,
         http1_settings=HTTP1Settings(

@@ -22,6 +22,11 @@ from tests.subprocesses import database_url
 from tests.webhook_receiver import Receiver, running_receiver
 from variants import services as variants_services
 
+# The suite's in-process requests resolve delivery URLs as a delivery server does, with its
+# threads and so its waiting places (delivery/resolution.py reads them when it is imported,
+# which is after this). Servers the suite starts (serve_api) run their role's own default.
+os.environ.setdefault("WEB_THREADS", "4")
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -152,6 +157,14 @@ def api_base(django_db_setup: None, django_db_blocker: object) -> Iterator[str]:
     pytest worker, on its test database. A test that needs other settings starts its own
     (``serve_api``)."""
     with serve_api(workers=2, **SESSION_SERVER_ENV) as base:
+        yield base
+
+
+@pytest.fixture(scope="session")
+def delivery_base(django_db_setup: None, django_db_blocker: object) -> Iterator[str]:
+    """A delivery server beside the API, as `make run` starts one, for the whole session of
+    this pytest worker: where a page's delivery URLs go."""
+    with serve_api(workers=2, role="delivery", **SESSION_SERVER_ENV) as base:
         yield base
 
 

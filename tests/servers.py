@@ -32,8 +32,11 @@ def free_port() -> int:
 def serve_api(workers: int = 1, role: str = "api", **env_overrides: str) -> Iterator[str]:
     """An API server (``role="delivery"``: a delivery server) on a free port; its base URL."""
     port = free_port()
+    inherited = {
+        name: value for name, value in os.environ.items() if name != "WEB_THREADS"
+    }  # tests/conftest.py's, for its own process
     env = {
-        **os.environ,
+        **inherited,
         "DJANGO_SETTINGS_MODULE": "storage_service.settings.test",
         "DATABASE_URL": database_url(),
         **env_overrides,

@@ -28,7 +28,7 @@ def photo() -> bytes:
 
 
 def test_a_page_of_delivery_urls_in_chromium(
-    api_base: str, actor: Actor, celery_worker: subprocess.Popen, artifacts: Path
+    delivery_base: str, actor: Actor, celery_worker: subprocess.Popen, artifacts: Path
 ) -> None:
     assert actor.post("/v1/delivery-keys", {}).status_code == 201
     file = uploaded_file(actor, photo(), filename="photo.jpg", contentType="image/jpeg")
@@ -38,12 +38,12 @@ def test_a_page_of_delivery_urls_in_chromium(
             f"/v1/files/{file['id']}/delivery-url",
             {"transform": {"width": width, "format": "auto"}},
         ).json()["url"]
-        urls.append([width, api_base + urlsplit(signed).path])
+        urls.append([width, delivery_base + urlsplit(signed).path])
 
     run = run_browser("delivery.browser.mjs", {"URLS": json.dumps(urls)}, artifacts, timeout=180)
     assert run.returncode == 0, run.output
     assert run.counts.get("pass") == 2, run.output
-    # Every 302 the API answered counted once: the first load's, never the reload's.
+    # Every 302 the delivery server answered counted once: the first load's, never the reload's.
     report = json.loads((artifacts / "delivery-report.json").read_text())
     # The redirects' bytes, sent by the server in batches to Redis, into the day's row.
     redirects = served_downloads(actor, len(WIDTHS))
