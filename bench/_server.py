@@ -14,7 +14,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench._env import ROOT, SETTINGS_MODULE, log, server_environment
@@ -74,13 +74,20 @@ class CpuTimes:
     server: float
     postgres: float
     machine: float
+    # Each PostgreSQL process's CPU so far, by pid (from cpu_times). A backend that exits
+    # takes its whole past CPU out of the sum, so a difference of sums can even be negative
+    # (a connection pool closing between two loads); a difference by process counts only what
+    # the processes of the later moment used since the earlier one.
+    postgres_by_pid: dict[int, float] | None = field(default=None, compare=False, repr=False)
 
     def __sub__(self, other: CpuTimes) -> CpuTimes:
-        return CpuTimes(
-            self.server - other.server,
-            self.postgres - other.postgres,
-            self.machine - other.machine,
-        )
+        postgres = self.postgres - other.postgres
+        if self.postgres_by_pid is not None and other.postgres_by_pid is not None:
+            before = other.postgres_by_pid
+            postgres = sum(
+                max(0.0, cpu - before.get(pid, 0.0)) for pid, cpu in self.postgres_by_pid.items()
+            )
+        return CpuTimes(self.server - other.server, postgres, self.machine - other.machine)
 
 
 NOISY_CORES = 0.25
@@ -135,13 +142,14 @@ def process_stats() -> Iterator[ProcessStat]:
 
 
 def cpu_times(server_group: int) -> CpuTimes:
-    server_cpu = postgres_cpu = 0.0
+    server_cpu = 0.0
+    postgres: dict[int, float] = {}
     for process in process_stats():
         if process.group == server_group:  # its own process group: main process and workers
             server_cpu += process.cpu
         elif process.name == "postgres":
-            postgres_cpu += process.cpu
-    return CpuTimes(server_cpu, postgres_cpu, machine_busy())
+            postgres[process.pid] = process.cpu
+    return CpuTimes(server_cpu, sum(postgres.values()), machine_busy(), postgres)
 
 
 def machine_busy() -> float:

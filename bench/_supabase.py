@@ -113,4 +113,6 @@ class Remote:
         times = bench.cpu_times(-1)  # no process group is -1: only PostgreSQL and the machine
         if self.pid is None:
             return times
-        return bench.CpuTimes(bench.process_cpu(self.pid), times.postgres, times.machine)
+        return bench.CpuTimes(
+            bench.process_cpu(self.pid), times.postgres, times.machine, times.postgres_by_pid
+        )

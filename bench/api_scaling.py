@@ -184,7 +184,8 @@ def servers_cpu(servers: list[bench.Server]) -> bench.CpuTimes:
     """CPU so far: every API server summed; PostgreSQL and the machine once."""
     times = [server.cpu() for server in servers]
     server = sum(t.server for t in times)
-    return bench.CpuTimes(server, times[-1].postgres, times[-1].machine)
+    last = times[-1]
+    return bench.CpuTimes(server, last.postgres, last.machine, last.postgres_by_pid)
 
 
 # --- Setup ----------------------------------------------------------------------------------
