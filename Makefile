@@ -17,13 +17,11 @@ PYTEST_ARGS ?=
 # `make test` runs the suite in this many pytest-xdist workers, each on a database, bucket,
 # queues and cache prefix of its own (storage_service/settings/test.py); whole modules go to one
 # worker, so a module's own server starts once, the longest modules first (tests/conftest.py).
-# The long drills (marker `slow`) run in `make test-slow`, side by side: each is mostly waiting
-# (for failovers, restarts and installs), and each has its own ports, databases and processes.
+# The long drills (marker `slow`) run in `make test-slow`, one at a time.
 PYTEST_WORKERS ?= 2
 PYTEST_FAST := -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not slow and not one_process"
 # Then, in one process, what pytest-xdist does not run (marker `one_process`); "no tests ran"
 # (status 5, PYTEST_ARGS chose none of them) is no failure.
-PYTEST_SLOW := -n 3 --dist load -m slow
 PYTEST_ONE := -m "one_process and not slow"
 RUN_SUITE = $(DEVSERVICES) exec -- sh -c '$(BIN)/python -m pytest $(PYTEST_FAST) $(PYTEST_ARGS) \
 	&& { $(BIN)/python -m pytest $(PYTEST_ONE) $(PYTEST_ARGS); rc=$$?; [ $$rc -eq 0 ] || [ $$rc -eq 5 ]; }'
@@ -76,7 +74,7 @@ test: lint typecheck check-runtime js nginx ## Lint, type-check, check the runti
 	$(RUN_SUITE)
 
 test-slow: $(INSTALLED) js pg-tools ## Run the long drills: cluster, database failover, PgBouncer, fresh venv
-	$(DEVSERVICES) exec -- $(BIN)/python -m pytest $(PYTEST_SLOW) $(PYTEST_ARGS)
+	$(DEVSERVICES) exec -- $(BIN)/python -m pytest -m slow $(PYTEST_ARGS)
 
 # Debian's PgBouncer and pg_auto_failover, for the PgBouncer test, `make cluster` and the
 # database drill; installed with apt-get when missing (as root, or through sudo).
