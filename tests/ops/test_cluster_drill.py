@@ -32,7 +32,7 @@ def free_block(size: int, *, grpc: bool) -> int:
 def test_short_drill_loses_nothing() -> None:
     env = {
         **os.environ,
-        "DRILL_PORT": str(free_block(2, grpc=False)),
+        "DRILL_PORT": str(free_block(3, grpc=False)),  # two APIs and the delivery server
         "SEAWEEDFS_S3_PORT": str(free_block(len(devcluster.cluster_ports(0)), grpc=True)),
     }
     # The cluster runs as deployed, not with the suite's settings.
