@@ -15,7 +15,8 @@ from __future__ import annotations
 import base64
 import binascii
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
@@ -93,6 +94,33 @@ def new_object(tenant: Tenant, *, content_type: str, size: int) -> StoredObject:
     )
     stored.save(force_insert=True)
     return stored
+
+
+def pending_file(
+    tenant: Tenant,
+    stored: StoredObject,
+    *,
+    filename: str,
+    path: str | None,
+    content_type: str,
+    size: int,
+    metadata: dict[str, Any] | None,
+    expires_at: datetime | None,
+    upload_token_id: str | None,
+) -> File:
+    """A saved pending file whose bytes will be ``stored``: what a single or multipart
+    upload start creates."""
+    return File.objects.create(
+        **tenant.owner(),
+        filename=filename,
+        path=path,
+        content_type=content_type,
+        size=size,
+        metadata=metadata,
+        expires_at=expires_at,
+        current_object=stored,
+        upload_token_id=upload_token_id,
+    )
 
 
 def presign_upload(stored: StoredObject) -> objectstore.PresignedUpload:

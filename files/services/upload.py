@@ -20,6 +20,7 @@ from files.services.common import (
     discard,
     lock_file,
     new_object,
+    pending_file,
     presign_upload,
     publish,
     read_file,
@@ -81,15 +82,15 @@ def file_upload_start(
             grant.claim()
         storage_reserve(tenant=tenant, limits=limits, size=size)
         stored = new_object(tenant, content_type=content_type, size=size)
-        file = File.objects.create(
-            **tenant.owner(),
+        file = pending_file(
+            tenant,
+            stored,
             filename=filename,
             path=path,
             content_type=content_type,
             size=size,
             metadata=metadata,
             expires_at=expires_at,
-            current_object=stored,
             upload_token_id=upload_token_id,
         )
         upload = presign_upload(stored)

@@ -16,6 +16,7 @@ from accounts.tenancy import Tenant
 from events.models import Event
 from files.events import record_file_event
 from files.models import File, IdempotencyRecord, StoredObject
+from files.services.common import pending_file
 from files.services.grants import grant_admit, grant_replay
 from files.services.idempotency import MULTIPART, idempotency_claim, idempotency_remember
 from files.services.limits import limits_check, storage_reserve
@@ -115,15 +116,15 @@ def upload_start(
                 declared_size=size,
                 upload_expires_at=None,
             )
-            file = File.objects.create(
-                **tenant.owner(),
+            file = pending_file(
+                tenant,
+                stored,
                 filename=filename,
                 path=path,
                 content_type=content_type,
                 size=size,
                 metadata=metadata,
                 expires_at=expires_at,
-                current_object=stored,
                 upload_token_id=upload_token_id,
             )
             session = UploadSession.objects.create(
