@@ -231,7 +231,7 @@ def drill(
             try:
                 done = own.files.upload(io.BytesIO(data), filename=f"u{index}-{n}.bin")
             except Exception as exc:  # an upload not acknowledged: not a loss, but shown
-                upload_errors.append(f"{type(exc).__name__}: {exc}")
+                upload_errors.append(f"{type(exc).__name__}: {exc}"[:200])
                 continue
             acknowledged.append((done.id, hashlib.sha256(data).hexdigest()))
             acknowledged_at.append(since_kill())
@@ -278,16 +278,22 @@ def drill(
     after_second = Counter(status for t, status in probe.answers if t > second_kill)
     # Every acknowledged upload: present, uploaded, bytes intact.
     missing = 0
+    why_missing: Counter[str] = Counter()
     for file_id, digest in acknowledged:
         got = io.BytesIO()
         try:
             stored = client.files.get(file_id)
             client.files.download(file_id, got)
-        except Exception:
+        except Exception as exc:
             missing += 1
+            why_missing[f"{type(exc).__name__}: {exc}"[:200]] += 1
             continue
-        if stored.status != "uploaded" or hashlib.sha256(got.getvalue()).hexdigest() != digest:
+        if stored.status != "uploaded":
             missing += 1
+            why_missing[f"status {stored.status}"] += 1
+        elif hashlib.sha256(got.getvalue()).hexdigest() != digest:
+            missing += 1
+            why_missing["bytes differ"] += 1
     # This process's own connection went with the old primary: open one to the new.
     connections.close_all()
     moved = File.objects.filter(project=project, path__startswith=f"{TARGET}/").count()
@@ -333,6 +339,8 @@ def drill(
         f"uploads acknowledged: {len(acknowledged)}, checked (present, uploaded, bytes): "
         f"{len(acknowledged) - missing} ok, {missing} missing; "
         f"not acknowledged: {len(upload_errors)}",
+        f"why missing: {why_missing.most_common(3)}" if why_missing else "",
+        f"why not acknowledged: {Counter(upload_errors).most_common(3)}" if upload_errors else "",
         f"folder move of {in_folder:,} files ({files:,} in the project): {finished.status}, "
         f"files_done {finished.files_done} of {finished.files_total}; {moved:,} moved, {left} left",
         f"events of the window: {len(events)}, delivered at least once: "
