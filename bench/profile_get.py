@@ -50,8 +50,9 @@ from bench import api_throughput as throughput
 # (label, file suffix, function name): cumulative time of these, per request.
 PARTS = [
     ("whole request (WSGI application)", "django/core/handlers/wsgi.py", "__call__"),
-    ("key lookup (SQL)", "accounts/selectors.py", "api_key_resolve"),
-    ("file query (SQL)", "files/selectors.py", "file_get"),
+    ("key lookup (SQL), every route but GET", "accounts/selectors.py", "api_key_resolve"),
+    ("GET: key and file (SQL)", "files/selectors.py", "file_shown_with_key"),
+    ("file query (SQL), the other routes", "files/selectors.py", "file_get"),
     ("rate-limit count (Redis)", "accounts/throttling.py", "allow_request"),
     ("request log line", "logging/__init__.py", "info"),
     ("JSON rendering", "rest_framework/renderers.py", "render"),

@@ -14,6 +14,8 @@ from django.db.models.expressions import RawSQL
 from django.db.models.functions import StrIndex, Substr, Upper
 from django.db.models.lookups import GreaterThan
 
+from accounts.models import ApiKey
+from accounts.selectors import KEY_READ, key_hash_of
 from accounts.tenancy import Tenant
 from files.models import File, FileQuerySet
 from storage_service.errors import FileNotFound
@@ -92,34 +94,57 @@ def _column(name: str) -> str:
     return field.column
 
 
-# GET's one statement, written out once: the ORM would build and compile the same query for
-# every request, which costs more than PostgreSQL's answer. The timestamps as the list's.
-_SHOWN_SQL = (
-    "SELECT "
-    + ", ".join(
-        _EXACT_UTC % {"expressions": f'"{name}"'} if name in _TIMESTAMPS else f'"{name}"'
+def _shown_columns(table: str) -> str:
+    """A file object's columns of the files table named ``table``, the timestamps as the
+    list's."""
+    return ", ".join(
+        _EXACT_UTC % {"expressions": f'{table}."{name}"'}
+        if name in _TIMESTAMPS
+        else f'{table}."{name}"'
         for name in (_column(field) for field in FileText._fields)
     )
-    + f' FROM "{File._meta.db_table}" WHERE "id" = %s AND "project_id" = %s AND "mode" = %s'
+
+
+# GET's statement, written out once: the ORM would build and compile the same query for
+# every request, which costs more than PostgreSQL's answer. The API key, its project and
+# organization, and the file of the key's tenant (NULLs when there is none): one round trip.
+_SHOWN_WITH_KEY_SQL = (
+    f"SELECT {KEY_READ.columns}, {_shown_columns('f')} FROM {KEY_READ.tables}"
+    f' LEFT JOIN "{File._meta.db_table}" f'
+    ' ON f."id" = %s AND f."project_id" = k."project_id" AND f."mode" = k."environment"'
+    f" WHERE {KEY_READ.condition}"
 )
 _METADATA_AT = FileText._fields.index("metadata")
 
 
-def file_shown(*, tenant: Tenant, file_id: str) -> FileText:
-    """A visible file of the tenant as a file object shows it; deleted, foreign (another
-    project or mode) and unknown files are all 404."""
-    # A malformed id is a plain 404 without touching the database.
-    if looks_like_id(file_id, "file"):
-        with connection.cursor() as cursor:
-            cursor.execute(_SHOWN_SQL, [file_id, tenant.project_id, tenant.mode])
-            row = cursor.fetchone()
-        if row is not None:
-            file = FileText(*row)
-            if file.status != File.Status.DELETED:
-                # Django reads jsonb as its text and JSONField decodes it: so here.
-                text = row[_METADATA_AT]
-                return file._replace(metadata=None if text is None else json.loads(text))
-    raise FileNotFound("No such file.")
+def file_shown_with_key(*, raw_key: str, file_id: str) -> tuple[ApiKey, FileText | None] | None:
+    """The active API key of a bearer token (as accounts.selectors.api_key_resolve finds it)
+    and the visible file ``file_id`` of the key's tenant, read together: None for an unknown
+    or revoked key; the key and None when the file is deleted, foreign or unknown."""
+    key_hash = key_hash_of(raw_key)
+    if key_hash is None:
+        return None
+    # A malformed id matches no row: the key is still looked up, and the file is 404.
+    wanted = file_id if looks_like_id(file_id, "file") else None
+    with connection.cursor() as cursor:
+        cursor.execute(_SHOWN_WITH_KEY_SQL, [wanted, key_hash])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    file_row = row[KEY_READ.width :]
+    # A file's id is never NULL: a NULL one is the LEFT JOIN's missing file.
+    file = None if file_row[0] is None else _visible(file_row)
+    return KEY_READ.api_key(row, connection), file
+
+
+def _visible(row: Sequence[Any]) -> FileText | None:
+    """A file object's row as FileText; None for a deleted file."""
+    file = FileText(*row)
+    if file.status == File.Status.DELETED:
+        return None
+    # Django reads jsonb as its text and JSONField decodes it: so here.
+    text = row[_METADATA_AT]
+    return file._replace(metadata=None if text is None else json.loads(text))
 
 
 def file_get(*, tenant: Tenant, file_id: str) -> File:

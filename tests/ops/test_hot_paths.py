@@ -47,6 +47,24 @@ def test_a_revoked_key_is_refused_by_the_next_single_file_read(owner: Actor) -> 
     assert "data" not in refused.json()
 
 
+def test_the_single_file_read_is_one_statement_in_every_outcome(
+    owner: Actor, sibling: Actor
+) -> None:
+    """The key and the file come in one round trip, found or not."""
+    file_id = start_upload(owner)["file"]["id"]
+    for actor, path, status in (
+        (owner, f"/v1/files/{file_id}", 200),
+        (sibling, f"/v1/files/{file_id}", 404),
+        (owner, "/v1/files/not-an-id", 404),
+    ):
+        with CaptureQueriesContext(connection) as queries:
+            answered = actor.get(path)
+        assert answered.status_code == status, path
+        assert len(queries) == 1, [query["sql"][:80] for query in queries]
+    shown = owner.get(f"/v1/files/{file_id}").json()["data"]
+    assert shown["id"] == file_id and shown["status"] == "pending"
+
+
 @pytest.mark.parametrize(
     ("header", "message"),
     [
