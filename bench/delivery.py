@@ -41,7 +41,6 @@ import json
 import logging
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -63,6 +62,16 @@ from bench.delivery_peer import (
     peer_seed,
     peer_signed,
 )
+from bench.delivery_report import (
+    GET,
+    GET_FRONTED,
+    PEER_SIGNED,
+    RESOLVE,
+    RESOLVE_FRONTED,
+    Fetched,
+    report,
+)
+from scripts.servers.nginx import nginx_in_front
 
 PROJECT_PREFIX = "bench-delivery-"
 # Enqueued thumbnails go to a queue of the bench's own, emptied at the end: this process
@@ -72,13 +81,6 @@ SOURCE_SIZE = (1200, 900)
 IMAGE_WIDTH = 340  # the 30 KB image: a 340-pixel WebP of a 1200x900 photo
 THUMBNAIL_BOX = 256  # the thumbnail every image gets: a WebP at quality 80 inside 256x256
 FOLDER = "bench/delivery"
-
-RESOLVE = "GET /d/… (302 to the variant)"
-GET = "GET /v1/files/<id>"
-PEER_SIGNED = "peer: GET /object/sign/<bucket>/<path>?token=…"
-# (measured, reference, ratio): resolutions against our GET and the peer's signed URL.
-GOALS = [(RESOLVE, GET, 2.0), (RESOLVE, PEER_SIGNED, 1.5)]
-END_TO_END_GOAL = 1.0
 
 
 def photo_jpeg() -> bytes:
@@ -157,21 +159,14 @@ def measure_load(server: Any, key: str | None, load: Load, args: argparse.Namesp
 
 
 @dataclass
-class Fetched:
-    """One end-to-end pass: the client's figures, and the CPU seconds each server spent."""
+class Fronted:
+    """nginx in front of our servers: its master and workers are one process group."""
 
-    seconds: float
-    count: int
-    bytes: int
-    failures: int
-    client_cpu: float
-    server_cpu: float  # ours: the server resolving; the peer: its Node process
-    store_cpu: float
-    postgres_cpu: float
+    base_url: str
+    group: int
 
-    @property
-    def per_second(self) -> float:
-        return self.count / self.seconds
+    def cpu(self) -> bench.CpuTimes:
+        return bench.cpu_times(self.group)
 
 
 def fetch_all(urls_file: Path, concurrency: int, server: Any, store: int | None) -> Fetched:
@@ -231,6 +226,11 @@ def main() -> int:
     parser.add_argument(
         "--concurrency", type=int, default=6, help="end to end: requests in flight (a browser's 6)"
     )
+    parser.add_argument(
+        "--no-nginx",
+        action="store_true",
+        help="leave out the two requests through nginx (deploy/nginx/storage-delivery.conf)",
+    )
     args = parser.parse_args()
     for tool in ("wrk", "node"):
         if shutil.which(tool) is None:
@@ -282,6 +282,7 @@ def main() -> int:
                 if args.delivery == "apart"
                 else contextlib.nullcontext(api)
             ) as delivery,
+            contextlib.ExitStack() as stack,
         ):
             client = Client(
                 api_key=raw_key,
@@ -365,6 +366,26 @@ def main() -> int:
                     ),
                 ),
             ]
+            if not args.no_nginx:
+                # One worker, as the delivery server and the API each get two cores' share.
+                front = stack.enter_context(
+                    nginx_in_front(
+                        api=api.base_url,
+                        delivery=delivery.base_url,
+                        directory=workdir / "nginx",
+                        access_log=False,
+                    )
+                )
+                fronted = Fronted(front.base_url, front.proc.pid)
+                resolve_path = urllib.parse.urlsplit(image_url).path
+                loads += [
+                    (
+                        fronted,
+                        None,
+                        Load(RESOLVE_FRONTED, "api", resolve_path, accept=IMAGE_ACCEPT),
+                    ),
+                    (fronted, raw_key, Load(GET_FRONTED, "api", f"/v1/files/{file_ids[0]}")),
+                ]
             for number in range(1, args.rounds + 1):
                 this = Round()
                 for server, key, load in loads:
@@ -405,125 +426,6 @@ def main() -> int:
         remove(url, project.id)
         shutil.rmtree(workdir, ignore_errors=True)
     return 0
-
-
-def spread(values: list[float], fmt: str) -> str:
-    return f"{statistics.median(values):{fmt}} ({min(values):{fmt}}-{max(values):{fmt}})"
-
-
-def report(
-    rounds: list[Round],
-    passes: list[tuple[Fetched, Fetched]],
-    args: argparse.Namespace,
-    peer: Peer,
-    api_line: str,
-    debug: bool,
-    image_size: int,
-    thumb_size: int,
-) -> None:
-    print()
-    print(f"API:  {api_line}, DEBUG={debug}")
-    print(
-        f"peer: Supabase Storage at {peer.url}, bucket {peer.bucket} (private), "
-        + (f"process {peer.pid}" if peer.pid is not None else "its process not found here")
-    )
-    print(f"load average: {' '.join(Path('/proc/loadavg').read_text().split()[:3])}")
-    print(
-        f"\n1. Resolution of the {image_size:,}-byte image: wrk -t2 -c16, {args.duration:g} s "
-        f"after {args.warmup:g} s of warm-up, {len(rounds)} rounds; median (min-max)"
-    )
-    labels = [RESOLVE, GET, PEER_SIGNED]
-    rows = []
-    for label in labels:
-        measures = [r.measures[label] for r in rounds]
-        rows.append(
-            [
-                label,
-                spread([m.rps for m in measures], ",.0f"),
-                spread([r.ratio(RESOLVE, label) for r in rounds], ".2f")
-                if label != RESOLVE
-                else "",
-                f"{statistics.median(m.p50_ms for m in measures):.1f}",
-                f"{statistics.median(m.p99_ms for m in measures):.1f}",
-                f"{statistics.median(m.server_ms for m in measures):.2f}"
-                if label != PEER_SIGNED or peer.pid is not None
-                else "-",
-                f"{statistics.median(m.postgres_ms for m in measures):.2f}",
-                str(sum(m.errors + m.timeouts for m in measures)),
-                f"{max(m.other_cores for m in measures):.2f}",
-            ]
-        )
-    print(
-        bench.table(
-            [
-                "request",
-                "req/s",
-                "/d/ over this",
-                "p50 ms",
-                "p99 ms",
-                "server CPU ms/req",
-                "postgres CPU ms/req",
-                "errors",
-                "other cores",
-            ],
-            rows,
-        )
-    )
-    print(
-        "'server CPU': our server's processes (the delivery server's on the /d/ row, the "
-        "API's on GET's), or on the peer's row its Node process; 'other"
-        " cores': the most, over the rounds, used by wrk and the rest of the machine."
-    )
-
-    print(
-        f"\n2. {args.thumbnails} thumbnails of {thumb_size:,} bytes end to end, Node's fetch "
-        f"following redirects, {args.concurrency} in flight; one pass each way per round"
-    )
-    rows = []
-    for number, (ours, theirs) in enumerate(passes, 1):
-        rows.append(
-            [
-                str(number),
-                f"{ours.seconds:.2f} ({ours.per_second:,.0f}/s)",
-                f"{theirs.seconds:.2f} ({theirs.per_second:,.0f}/s)",
-                f"{theirs.seconds / ours.seconds:.2f}",
-                f"{ours.client_cpu:.2f}/{theirs.client_cpu:.2f}",
-                f"{ours.server_cpu:.2f}/{theirs.server_cpu:.2f}",
-                f"{ours.store_cpu:.2f}/{theirs.store_cpu:.2f}",
-                f"{ours.postgres_cpu:.2f}/{theirs.postgres_cpu:.2f}",
-            ]
-        )
-    print(
-        bench.table(
-            [
-                "round",
-                "ours s (thumbnails/s)",
-                "peer s (thumbnails/s)",
-                "ours/peer",
-                "CPU s client",
-                "CPU s server",
-                "CPU s store",
-                "CPU s postgres",
-            ],
-            rows,
-        )
-    )
-    print(
-        "CPU columns: ours/peer; 'server' is our server resolving the URLs (the delivery "
-        "server, unless --delivery api), or the peer's Node process."
-    )
-
-    print("\nGoals (on the median ratio):")
-    for label, reference, goal in GOALS:
-        ratio = statistics.median(r.ratio(label, reference) for r in rounds)
-        verdict = "PASS" if ratio >= goal else "FAIL"
-        print(f"  [{verdict}] {label} at least {goal:.1f}x {reference}: {ratio:.2f}")
-    ratio = statistics.median(theirs.seconds / ours.seconds for ours, theirs in passes)
-    verdict = "PASS" if ratio >= END_TO_END_GOAL else "FAIL"
-    print(
-        f"  [{verdict}] {args.thumbnails} thumbnails end to end at least {END_TO_END_GOAL:.1f}x "
-        f"the peer's signed URLs: {ratio:.2f}"
-    )
 
 
 if __name__ == "__main__":

@@ -5,9 +5,6 @@ installs nginx)."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,17 +13,15 @@ from urllib.parse import urlsplit
 import pytest
 import requests
 
+from scripts.servers.nginx import nginx_binary, nginx_in_front
 from tests.factories import Actor, make_actor
 from tests.helpers import served_downloads, uploaded_file
-from tests.servers import free_port, serve_api
+from tests.servers import serve_api
 from tests.storage import get_from, put_to
 from tests.variants.images import encode, stripes
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
-ROOT = Path(__file__).resolve().parents[2]
-CONFIG = ROOT / "deploy" / "nginx" / "storage-delivery.conf"
-NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 MAX_AGE = (
     2  # the delivery server's SERVICE_DELIVERY_CURRENT_MAX_AGE here, so expiry is quick to see
 )
@@ -44,51 +39,16 @@ def actor(transactional_db: None) -> Actor:
 def nginx(transactional_db: None, tmp_path: Path) -> Iterator[str]:
     """nginx on a free port, in front of an API server and a delivery server of the test's
     own."""
-    if not os.path.exists(NGINX):
+    if nginx_binary() is None:
         pytest.fail("nginx is not installed: `make nginx` installs Debian's")
     with (
         serve_api(workers=1) as api,
         serve_api(
             workers=1, role="delivery", SERVICE_DELIVERY_CURRENT_MAX_AGE=str(MAX_AGE)
         ) as delivery,
+        nginx_in_front(api=api, delivery=delivery, directory=tmp_path) as server,
     ):
-        port = free_port()
-        site = (
-            CONFIG.read_text()
-            .replace("/var/cache/nginx/storage-delivery", str(tmp_path / "cache"))
-            .replace("127.0.0.1:8000", urlsplit(api).netloc)
-            .replace("server 127.0.0.1:8001;", "")  # the second API of a deployment
-            .replace("127.0.0.1:8002", urlsplit(delivery).netloc)
-            .replace("listen 80;", f"listen 127.0.0.1:{port};")
-        )
-        (tmp_path / "site.conf").write_text(site)
-        temp = {name: tmp_path / name for name in ("body", "proxy", "fastcgi", "uwsgi", "scgi")}
-        (tmp_path / "nginx.conf").write_text(
-            ("user root;\n" if os.geteuid() == 0 else "")
-            + f"daemon off;\nworker_processes 1;\npid {tmp_path}/nginx.pid;\n"
-            f"error_log {tmp_path}/error.log warn;\nevents {{}}\nhttp {{\n"
-            f"access_log {tmp_path}/access.log;\n"
-            + "".join(f"{name}_temp_path {path};\n" for name, path in temp.items()).replace(
-                "body_temp_path", "client_body_temp_path"
-            )
-            + f"include {tmp_path}/site.conf;\n}}\n"
-        )
-        server = subprocess.Popen([NGINX, "-p", str(tmp_path), "-c", str(tmp_path / "nginx.conf")])
-        base = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 10
-            while True:
-                try:
-                    requests.get(f"{base}/healthz", timeout=2)
-                    break
-                except requests.ConnectionError:
-                    if time.monotonic() > deadline or server.poll() is not None:
-                        raise
-                    time.sleep(0.1)
-            yield base
-        finally:
-            server.terminate()
-            server.wait(timeout=10)
+        yield server.base_url
 
 
 def test_redirects_are_cached_replaces_show_and_revocation_ends_at_expiry(
