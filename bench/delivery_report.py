@@ -44,6 +44,42 @@ def spread(values: list[float], fmt: str) -> str:
     return f"{statistics.median(values):{fmt}} ({min(values):{fmt}}-{max(values):{fmt}})"
 
 
+LOAD_COLUMNS = [
+    "request",
+    "req/s",
+    "/d/ over this",
+    "p50 ms",
+    "p99 ms",
+    "server CPU ms/req",
+    "postgres CPU ms/req",
+    "errors",
+    "other cores",
+]
+
+
+def load_rows(rounds: list[Round], labels: list[str], over: str, peer: Peer) -> list[list[str]]:
+    """A row of LOAD_COLUMNS for each of ``labels``, its ratio that of ``over`` to it."""
+    rows = []
+    for label in labels:
+        measures = [r.measures[label] for r in rounds]
+        rows.append(
+            [
+                label,
+                spread([m.rps for m in measures], ",.0f"),
+                spread([r.ratio(over, label) for r in rounds], ".2f") if label != over else "",
+                f"{statistics.median(m.p50_ms for m in measures):.1f}",
+                f"{statistics.median(m.p99_ms for m in measures):.1f}",
+                f"{statistics.median(m.server_ms for m in measures):.2f}"
+                if label != PEER_SIGNED or peer.pid is not None
+                else "-",
+                f"{statistics.median(m.postgres_ms for m in measures):.2f}",
+                str(sum(m.errors + m.timeouts for m in measures)),
+                f"{max(m.other_cores for m in measures):.2f}",
+            ]
+        )
+    return rows
+
+
 def report(
     rounds: list[Round],
     passes: list[tuple[Fetched, Fetched]],
@@ -65,43 +101,7 @@ def report(
         f"\n1. Resolution of the {image_size:,}-byte image: wrk -t2 -c16, {args.duration:g} s "
         f"after {args.warmup:g} s of warm-up, {len(rounds)} rounds; median (min-max)"
     )
-    labels = [RESOLVE, GET, PEER_SIGNED]
-    rows = []
-    for label in labels:
-        measures = [r.measures[label] for r in rounds]
-        rows.append(
-            [
-                label,
-                spread([m.rps for m in measures], ",.0f"),
-                spread([r.ratio(RESOLVE, label) for r in rounds], ".2f")
-                if label != RESOLVE
-                else "",
-                f"{statistics.median(m.p50_ms for m in measures):.1f}",
-                f"{statistics.median(m.p99_ms for m in measures):.1f}",
-                f"{statistics.median(m.server_ms for m in measures):.2f}"
-                if label != PEER_SIGNED or peer.pid is not None
-                else "-",
-                f"{statistics.median(m.postgres_ms for m in measures):.2f}",
-                str(sum(m.errors + m.timeouts for m in measures)),
-                f"{max(m.other_cores for m in measures):.2f}",
-            ]
-        )
-    print(
-        bench.table(
-            [
-                "request",
-                "req/s",
-                "/d/ over this",
-                "p50 ms",
-                "p99 ms",
-                "server CPU ms/req",
-                "postgres CPU ms/req",
-                "errors",
-                "other cores",
-            ],
-            rows,
-        )
-    )
+    print(bench.table(LOAD_COLUMNS, load_rows(rounds, [RESOLVE, GET, PEER_SIGNED], RESOLVE, peer)))
     print(
         "'server CPU': our server's processes (the delivery server's on the /d/ row, the "
         "API's on GET's), or on the peer's row its Node process; 'other"
@@ -110,38 +110,11 @@ def report(
     if RESOLVE_FRONTED in rounds[0].measures:
         print(
             "\nAs deployed: both through nginx with deploy/nginx/storage-delivery.conf (one "
-            "worker; the /d/ URL's 302 from its cache, GET passed to the API)"
+            "worker; the /d/ URL's 302 from its cache, GET passed to the API); 'server CPU' is "
+            "nginx's"
         )
-        rows = []
-        for label in (RESOLVE_FRONTED, GET_FRONTED):
-            measures = [r.measures[label] for r in rounds]
-            rows.append(
-                [
-                    label,
-                    spread([m.rps for m in measures], ",.0f"),
-                    spread([r.ratio(RESOLVE_FRONTED, label) for r in rounds], ".2f")
-                    if label != RESOLVE_FRONTED
-                    else "",
-                    f"{statistics.median(m.p50_ms for m in measures):.1f}",
-                    f"{statistics.median(m.p99_ms for m in measures):.1f}",
-                    f"{statistics.median(m.server_ms for m in measures):.2f}",
-                    str(sum(m.errors + m.timeouts for m in measures)),
-                ]
-            )
-        print(
-            bench.table(
-                [
-                    "request",
-                    "req/s",
-                    "/d/ over this",
-                    "p50 ms",
-                    "p99 ms",
-                    "nginx CPU ms/req",
-                    "errors",
-                ],
-                rows,
-            )
-        )
+        fronted = load_rows(rounds, [RESOLVE_FRONTED, GET_FRONTED], RESOLVE_FRONTED, peer)
+        print(bench.table(LOAD_COLUMNS, fronted))
 
     print(
         f"\n2. {args.thumbnails} thumbnails of {thumb_size:,} bytes end to end, Node's fetch "
