@@ -38,6 +38,7 @@ from typing import Any
 
 import requests
 
+from drills import LIMITS_OUT_OF_REACH
 from scripts import devservices as ds
 from scripts import pgcluster, processes, servers
 
@@ -141,6 +142,7 @@ def drill(
         "DJANGO_SETTINGS_MODULE": "storage_service.settings.dev",
         "PYTHONUNBUFFERED": "1",
         "WEB_CONCURRENCY": "2",
+        **LIMITS_OUT_OF_REACH,
     }
     migrate = processes.spawn(
         "migrate",
