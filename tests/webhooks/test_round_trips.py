@@ -86,15 +86,21 @@ def test_claims_and_outcomes_commit_without_waiting_for_the_flush(
     gone once that ends."""
     endpoint_create(tenant=owner.tenant, url=receiver.url("/hook"), events=None)
     ids = recorded_deliveries(owner)
-    assert synchronous_commit() == "on"
+    # The suite's databases default to off (tests/conftest.py): this session as a production
+    # database has it, until the end of the test.
+    with connection.cursor() as cursor:
+        cursor.execute("SET synchronous_commit = on")
+    try:
+        with transaction.atomic():
+            claimed = claims.claim_by_id(ids)
+            assert synchronous_commit() == "off"
+        assert len(claimed) == 1 and synchronous_commit() == "on"
 
-    with transaction.atomic():
-        claimed = claims.claim_by_id(ids)
-        assert synchronous_commit() == "off"
-    assert len(claimed) == 1 and synchronous_commit() == "on"
-
-    with transaction.atomic():
-        record([Outcome(ids[0], True, 200, None)], claimed[0].claimed_at)
-        assert synchronous_commit() == "off"
-    assert synchronous_commit() == "on"
+        with transaction.atomic():
+            record([Outcome(ids[0], True, 200, None)], claimed[0].claimed_at)
+            assert synchronous_commit() == "off"
+        assert synchronous_commit() == "on"
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("RESET synchronous_commit")
     assert Delivery.objects.get(id=ids[0]).status == "DELIVERED"
