@@ -32,7 +32,7 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -198,7 +198,7 @@ def drill(
     receiver, hook_url = start_receiver()
     client = Client(raw_key, base, max_retries=60, max_retry_wait=5)
     webhook, _secret = client.webhooks.create(hook_url)
-    window = datetime.now(UTC)
+    window = whole_milliseconds(datetime.now(UTC))
 
     stop = threading.Event()
     killed_at: list[float] = []
@@ -244,8 +244,11 @@ def drill(
         thread.start()
     job = client.folders.move(FOLDER, TARGET)
     time.sleep(2)
-    # Every event so far sent again, the replay's steps running through the failover.
-    replay_until = datetime.now(UTC)
+    # Every event so far sent again, the replay's steps running through the failover. Its
+    # window ends a second ago: an upload's event is stamped inside its transaction and seen
+    # only once that commits, so one stamped a moment before "now" may not be there yet. In
+    # whole milliseconds, as the client sends it, so the drill counts the window the API reads.
+    replay_until = whole_milliseconds(datetime.now(UTC) - timedelta(seconds=1))
     replayed = client.webhooks.replay(webhook.id, since=window, until=replay_until)
     time.sleep(1)
     primary = formation.primary() or "node1"
@@ -357,6 +360,10 @@ def drill(
     for line in filter(None, lines):
         print(f"drill-db | {line}", flush=True)
     return 0 if lost == 0 and errors == 0 else 1
+
+
+def whole_milliseconds(moment: datetime) -> datetime:
+    return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
 
 
 def _answers(url: str) -> bool:
