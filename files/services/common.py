@@ -16,7 +16,7 @@ import base64
 import binascii
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.utils import timezone
@@ -37,6 +37,9 @@ from storage_service.errors import (
 )
 from storage_service.lookups import found_by_id
 from storage_service.sniff import SNIFF_BYTES, contradicts, recorded_type, sniff
+
+if TYPE_CHECKING:  # grants builds on this module's Verified
+    from files.services.grants import Admitted
 
 Status = File.Status
 
@@ -99,27 +102,24 @@ def new_object(tenant: Tenant, *, content_type: str, size: int) -> StoredObject:
 def pending_file(
     tenant: Tenant,
     stored: StoredObject,
+    admitted: Admitted,
     *,
     filename: str,
-    path: str | None,
-    content_type: str,
-    size: int,
-    metadata: dict[str, Any] | None,
     expires_at: datetime | None,
-    upload_token_id: str | None,
 ) -> File:
-    """A saved pending file whose bytes will be ``stored``: what a single or multipart
+    """A saved pending file whose bytes will be ``stored`` (its declared type and size), where
+    the start was ``admitted`` (its path, metadata and token): what a single or multipart
     upload start creates."""
     return File.objects.create(
         **tenant.owner(),
         filename=filename,
-        path=path,
-        content_type=content_type,
-        size=size,
-        metadata=metadata,
+        path=admitted.path,
+        content_type=stored.declared_type,
+        size=stored.declared_size,
+        metadata=admitted.metadata,
         expires_at=expires_at,
         current_object=stored,
-        upload_token_id=upload_token_id,
+        upload_token_id=admitted.upload_token_id,
     )
 
 

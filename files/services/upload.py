@@ -70,7 +70,6 @@ def file_upload_start(
     admitted = grant_admit(
         grant, path=path, size=size, content_type=content_type, metadata=metadata
     )
-    path, metadata, upload_token_id = admitted.path, admitted.metadata, admitted.upload_token_id
     limits = limits_check(tenant=tenant, content_type=content_type, size=size)
     with transaction.atomic():
         if idempotency_key is not None:
@@ -82,17 +81,7 @@ def file_upload_start(
             grant.claim()
         storage_reserve(tenant=tenant, limits=limits, size=size)
         stored = new_object(tenant, content_type=content_type, size=size)
-        file = pending_file(
-            tenant,
-            stored,
-            filename=filename,
-            path=path,
-            content_type=content_type,
-            size=size,
-            metadata=metadata,
-            expires_at=expires_at,
-            upload_token_id=upload_token_id,
-        )
+        file = pending_file(tenant, stored, admitted, filename=filename, expires_at=expires_at)
         upload = presign_upload(stored)
         if idempotency_key is not None:
             idempotency_remember(

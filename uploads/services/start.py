@@ -69,7 +69,6 @@ def upload_start(
     admitted = grant_admit(
         grant, path=path, size=size, content_type=content_type, metadata=metadata
     )
-    path, metadata, upload_token_id = admitted.path, admitted.metadata, admitted.upload_token_id
     limit = settings.SERVICE_MAX_MULTIPART_UPLOAD_BYTES
     if size > limit:
         raise FileTooLarge(
@@ -116,17 +115,7 @@ def upload_start(
                 declared_size=size,
                 upload_expires_at=None,
             )
-            file = pending_file(
-                tenant,
-                stored,
-                filename=filename,
-                path=path,
-                content_type=content_type,
-                size=size,
-                metadata=metadata,
-                expires_at=expires_at,
-                upload_token_id=upload_token_id,
-            )
+            file = pending_file(tenant, stored, admitted, filename=filename, expires_at=expires_at)
             session = UploadSession.objects.create(
                 **tenant.owner(),
                 file=file,
