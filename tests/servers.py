@@ -32,9 +32,9 @@ def free_port() -> int:
 def serve_api(workers: int = 1, role: str = "api", **env_overrides: str) -> Iterator[str]:
     """An API server (``role="delivery"``: a delivery server) on a free port; its base URL."""
     port = free_port()
-    inherited = {
-        name: value for name, value in os.environ.items() if name != "WEB_THREADS"
-    }  # tests/conftest.py's, for its own process
+    # Not tests/conftest.py's WEB_THREADS, set for the suite's own process: the server runs
+    # its role's default.
+    inherited = {name: value for name, value in os.environ.items() if name != "WEB_THREADS"}
     env = {
         **inherited,
         "DJANGO_SETTINGS_MODULE": "storage_service.settings.test",
