@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 from django.conf import settings
+from django.db.backends.signals import connection_created
+from django.dispatch import receiver as signal_receiver
 from django.test import override_settings
 
 from storage_service import objectstore
@@ -28,6 +30,19 @@ from variants import services as variants_services
 os.environ.setdefault("WEB_THREADS", "4")
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+@signal_receiver(connection_created)
+def _lose_no_deadlock_to_a_straggler(connection: Any, **kwargs: object) -> None:
+    """A transactional test's teardown truncates every table, one lock at a time, while a
+    server or Celery worker of the session may still be finishing what the test started (a
+    thumbnail, an event, a delivery). When the two wait on each other, PostgreSQL ends the
+    transaction whose ``deadlock_timeout`` runs out first. This process waits ten seconds
+    before it looks, against the others' one second, so the straggler is the one ended (its
+    task retries a deadlock, as every task does) and the teardown goes through."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET deadlock_timeout = '10s'")
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
