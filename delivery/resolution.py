@@ -20,13 +20,13 @@ from accounts.models import Project
 from accounts.tenancy import Tenant
 from accounts.throttling import Budget, count_request
 from delivery import signing
+from delivery.remembered import remembered_rows
 from delivery.secret import secret_of
 from delivery.selectors import (
     FileRow,
     KeyRow,
     ResolutionRows,
     VariantRow,
-    resolution_rows,
     variant_row,
 )
 from delivery.serializers import DELIVERY_FORMATS
@@ -139,7 +139,7 @@ def delivery_resolve(
         options = signing.parse_options(options_text)
     except signing.Malformed:
         options = None
-    rows = resolution_rows(
+    rows = remembered_rows(
         key_id=key_id,
         file_id=file_id,
         version=options.version if options else None,

@@ -17,6 +17,7 @@ from delivery import signing
 from delivery.models import DeliveryKey
 from delivery.secret import new_salt, secret_of
 from delivery.selectors import delivery_key_get
+from events.changes import announce_after_commit
 from files.models import File, FileVersion
 from files.selectors import file_get
 from storage_service.errors import (
@@ -57,13 +58,12 @@ def delivery_key_create(*, tenant: Tenant) -> IssuedDeliveryKey:
 
 
 def delivery_key_revoke(*, tenant: Tenant, key_id: str) -> DeliveryKey:
-    """Revoke at once: the resolver reads the key on every resolution. Revoking a revoked key
+    """Revoke at once: resolving reads the key, or forgets it on the revocation's
+    announcement (delivery/remembered.py). Revoking a revoked key
     keeps its first revocation time."""
     with transaction.atomic():
         key = delivery_key_get(tenant=tenant, key_id=key_id, for_update=True)
-        if key.revoked_at is None:
-            key.revoked_at = timezone.now()
-            key.save(update_fields=["revoked_at"])
+        _revoke(key)
         return key
 
 
@@ -71,10 +71,17 @@ def delivery_key_revoke_by_id(*, key_id: str) -> DeliveryKey:
     """The operators' revocation (manage.py revoke_delivery_key): any tenant's key."""
     with transaction.atomic():
         key = DeliveryKey.objects.select_for_update().get(id=key_id)
-        if key.revoked_at is None:
-            key.revoked_at = timezone.now()
-            key.save(update_fields=["revoked_at"])
+        _revoke(key)
         return key
+
+
+def _revoke(key: DeliveryKey) -> None:
+    """Inside the caller's transaction, holding the key's row. The servers that keep
+    resolution rows forget the project's once it commits (delivery/remembered.py)."""
+    if key.revoked_at is None:
+        key.revoked_at = timezone.now()
+        key.save(update_fields=["revoked_at"])
+        announce_after_commit(key.project_id)
 
 
 def delivery_key_issue_for(*, project: Project, mode: str) -> IssuedDeliveryKey:

@@ -17,7 +17,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from accounts.tenancy import Tenant
-from events import outbox
+from events import changes, outbox
 from events.models import Event
 from storage_service.ids import first_id_at, new_id
 
@@ -118,6 +118,7 @@ def _record(*, tenant: Tenant, type: str, data: dict[str, Any], at: datetime | N
     if follower is not None and written:
         after_commit = follower.one_after_commit
         transaction.on_commit(lambda: after_commit(written))
+    changes.announce_after_commit(project.id)
     return _Recorded(event_id, payload, created_at, db.alias)
 
 
@@ -184,6 +185,8 @@ def events_record_rows(
     if follower is not None and written:
         project_id, after_commit = project.id, follower.rows_after_commit
         transaction.on_commit(lambda: after_commit(project_id))
+    if events:
+        changes.announce_after_commit(project.id)
     return len(events), tuple(returned)
 
 

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import requests
+from django.conf import settings
 
 from tests.subprocesses import database_url
 
@@ -39,6 +40,8 @@ def serve_api(workers: int = 1, role: str = "api", **env_overrides: str) -> Iter
         **inherited,
         "DJANGO_SETTINGS_MODULE": "storage_service.settings.test",
         "DATABASE_URL": database_url(),
+        # Kept resolution rows, as deployed (off in the suite's own process: settings/test.py).
+        "SERVICE_DELIVERY_REMEMBER_SECONDS": str(settings.DELIVERY_REMEMBER_SECONDS_DEFAULT),
         **env_overrides,
     }
     server = subprocess.Popen(

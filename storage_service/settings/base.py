@@ -540,6 +540,14 @@ SERVICE_DELIVERY_TRANSFORM_HOLD_MS = env_int(
 SERVICE_DELIVERY_PROJECT_WAITING = env_int(
     "SERVICE_DELIVERY_PROJECT_WAITING", 2 * SERVICE_VARIANT_PROJECT_CONCURRENCY, minimum=1
 )
+# How long a process keeps what resolving read of a settled target (an uploaded file, a ready
+# variant), so a URL resolved again costs no SQL statement; it forgets a project's rows as soon
+# as a change of the project commits (delivery/remembered.py). The lifetime only bounds a
+# change whose announcement was lost. 0 reads the rows on every resolution.
+DELIVERY_REMEMBER_SECONDS_DEFAULT = 10
+SERVICE_DELIVERY_REMEMBER_SECONDS = env_int(
+    "SERVICE_DELIVERY_REMEMBER_SECONDS", DELIVERY_REMEMBER_SECONDS_DEFAULT, minimum=0
+)
 # Resolutions per project per minute, over every API process (Redis); 0 turns it off.
 SERVICE_DELIVERY_RATE_PER_MINUTE = env_int("SERVICE_DELIVERY_RATE_PER_MINUTE", 60_000, minimum=0)
 # A process sends its redirects' bytes to Redis once it holds this many, and at least this

@@ -21,7 +21,7 @@ os.environ["AWS_STORAGE_BUCKET_NAME"] = (
 
 from storage_service.settings.base import *
 from storage_service.settings.storage import object_store
-from storage_service.env import env_bool, env_int_list, env_secret, env_str
+from storage_service.env import env_bool, env_int, env_int_list, env_secret, env_str
 
 DEBUG = False
 SECRET_KEY = "test-secret-key"
@@ -52,5 +52,10 @@ CELERY_TASK_ROUTES = {
     "webhooks.tasks.*": {"queue": SERVICE_WEBHOOK_QUEUE},
     "variants.tasks.process_variant": {"queue": SERVICE_TRANSFORM_QUEUE},
 }
+# The suite's own process resolves delivery URLs inside test transactions that never commit,
+# so the announcements that make kept resolution rows forgotten (events/changes.py) never go
+# out there: it reads the rows on every resolution. The servers the suite starts keep them, as
+# deployed (tests/servers.py).
+SERVICE_DELIVERY_REMEMBER_SECONDS = env_int("SERVICE_DELIVERY_REMEMBER_SECONDS", 0, minimum=0)
 # Short retry delays, so the suite can watch a delivery go through all its attempts.
 SERVICE_WEBHOOK_RETRY_DELAYS_MS = env_int_list("SERVICE_WEBHOOK_RETRY_DELAYS_MS", [300, 600, 900])
