@@ -99,6 +99,9 @@ def test_retries_during_the_overlap_carry_both_signatures(
         assert stripe_accepts(attempt.body, header, old)
 
 
+# Ten thousand deliveries through the real worker and receiver: a drill, in `make test-slow`
+# (CI runs it on every change).
+@pytest.mark.slow
 def test_a_replay_of_ten_thousand_events_arrives_exactly_once_per_delivery(
     celery_worker: subprocess.Popen, receiver: Receiver
 ) -> None:
