@@ -38,11 +38,15 @@ def store_settings(settings) -> Iterator[object]:
     yield settings
 
 
+# One session: each new one loads botocore's service models again (a tenth of a second).
+REFERENCE_SESSION = boto3.session.Session()
+
+
 def reference_client() -> S3Client:
     """botocore addressed straight at the public endpoint of the shape in use: what a URL
     signed for that endpoint must be, byte for byte."""
     options = objectstore.storage()
-    return boto3.session.Session().client(
+    return REFERENCE_SESSION.client(
         "s3",
         endpoint_url=options.public_endpoint_url,
         region_name=options.region_name,
