@@ -28,6 +28,7 @@ import redis
 from django.conf import settings
 from django.db import transaction
 
+from events.models import Event
 from storage_service.redis_keys import redis_key
 
 logger = logging.getLogger(__name__)
@@ -42,6 +43,19 @@ POLL_SECONDS = 0.5
 
 # Names this process in what it publishes (pids repeat across hosts and restarts).
 _ORIGIN = secrets.token_hex(8)
+
+
+# Events that change nothing a kept row holds: a new file or upload is pending (rows of a
+# pending file are never kept), a download reads, and an endpoint is not a file. Every other
+# type announces its project.
+QUIET_TYPES = frozenset(
+    {
+        Event.Type.FILE_CREATED,
+        Event.Type.UPLOAD_INITIATED,
+        Event.Type.FILE_DOWNLOADED,
+        Event.Type.WEBHOOK_ENDPOINT_DISABLED,
+    }
+)
 
 
 def channel() -> str:

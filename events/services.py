@@ -118,7 +118,8 @@ def _record(*, tenant: Tenant, type: str, data: dict[str, Any], at: datetime | N
     if follower is not None and written:
         after_commit = follower.one_after_commit
         transaction.on_commit(lambda: after_commit(written))
-    changes.announce_after_commit(project.id)
+    if type not in changes.QUIET_TYPES:
+        changes.announce_after_commit(project.id)
     return _Recorded(event_id, payload, created_at, db.alias)
 
 
@@ -185,7 +186,7 @@ def events_record_rows(
     if follower is not None and written:
         project_id, after_commit = project.id, follower.rows_after_commit
         transaction.on_commit(lambda: after_commit(project_id))
-    if events:
+    if events and type not in changes.QUIET_TYPES:
         changes.announce_after_commit(project.id)
     return len(events), tuple(returned)
 
