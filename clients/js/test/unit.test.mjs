@@ -18,6 +18,7 @@ import {
   verifyWebhook,
 } from "../dist/index.js";
 import { uploadParts } from "../dist/browser.js";
+import { closed } from "./helpers.mjs";
 
 /** A local API: `answer(request, body)` returns [status, headers, body]. */
 async function api(answer) {
@@ -35,7 +36,7 @@ async function api(answer) {
   });
   await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
   const baseUrl = `http://127.0.0.1:${server.address().port}`;
-  return { seen, baseUrl, close: () => new Promise((r) => server.close(r)) };
+  return { seen, baseUrl, close: () => closed(server) };
 }
 
 const error = (code, message, details) => ({ error: { code, message, details } });
