@@ -1,7 +1,6 @@
 """The TypeScript client's Node tests (clients/js/test, ``node --test``: each one step of a
 file's, a webhook's or a delivery URL's life) against the real stack, under the machine's
-Node, and in `make test-slow` under Node 18 (a real binary, tests/js/node18), the oldest the
-package claims."""
+Node and under Node 18 (a real binary, tests/js/node18), the oldest the package claims."""
 
 from __future__ import annotations
 
@@ -43,9 +42,7 @@ def test_the_node_client_drives_the_whole_lifecycle(
     run_the_suite(node(), actor, api_base)
 
 
-# The same suite under the oldest Node the package claims: a second toolchain, in `make
-# test-slow` (CI runs it on every change).
-@pytest.mark.slow
+# The same suite under the oldest Node the package claims.
 @pytest.mark.timeout(300)
 def test_the_node_client_drives_the_whole_lifecycle_on_node_18(
     tmp_path: Path, api_base: str, actor: Actor, celery_worker: subprocess.Popen
