@@ -58,12 +58,11 @@ Reader = Callable[..., ResolutionRows | None]
 
 
 class RememberedRows:
-    """Rows read by ``read`` (``resolution_rows``'s keywords), kept for ``seconds`` while a
-    listener hears every change. Thread-safe: request threads read, the listener forgets."""
+    """Rows read by ``read`` (``resolution_rows``'s keywords), kept for
+    SERVICE_DELIVERY_REMEMBER_SECONDS while a listener hears every change. Thread-safe:
+    request threads read, the listener forgets."""
 
-    def __init__(self, *, seconds: float | None = None, read: Reader = resolution_rows) -> None:
-        # None: SERVICE_DELIVERY_REMEMBER_SECONDS, read on each resolution.
-        self._seconds = seconds
+    def __init__(self, *, read: Reader = resolution_rows) -> None:
         self._read = read
         self._lock = threading.Lock()
         self._kept: OrderedDict[RowsKey, _Kept] = OrderedDict()
@@ -88,10 +87,8 @@ class RememberedRows:
         listener = self._listening()
         rows = self._read(key_id=key_id, file_id=file_id, version=version, label=label)
         if rows is not None and listener is not None and _settled(rows, label):
-            seconds = self._seconds
-            if seconds is None:
-                seconds = settings.SERVICE_DELIVERY_REMEMBER_SECONDS
-            self._keep(wanted, rows, began, listener, now + seconds)
+            until = now + settings.SERVICE_DELIVERY_REMEMBER_SECONDS
+            self._keep(wanted, rows, began, listener, until)
         return rows
 
     def _keep(

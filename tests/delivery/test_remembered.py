@@ -156,7 +156,7 @@ def test_a_read_under_way_when_its_project_changed_is_not_kept(
         reads.append(wanted["file_id"])
         return rows
 
-    memory = RememberedRows(seconds=10, read=read_while_changed)
+    memory = RememberedRows(read=read_while_changed)
     try:
         assert memory.wait_until_listening(10)
         wanted = {"key_id": key["deliveryKey"]["id"], "file_id": file["id"], "version": None}
@@ -178,7 +178,7 @@ def test_after_losing_redis_nothing_is_kept_until_subscribed_again(
         reads.append(wanted["file_id"])
         return resolution_rows(**wanted)
 
-    memory = RememberedRows(seconds=10, read=counted)
+    memory = RememberedRows(read=counted)
     wanted = {"key_id": key["deliveryKey"]["id"], "file_id": file["id"], "version": None}
     try:
         assert memory.wait_until_listening(10)
