@@ -47,8 +47,8 @@ _ORIGIN = secrets.token_hex(8)
 
 # Events that change nothing a kept row holds: a new file or upload is pending (rows of a
 # pending file are never kept), a download reads, and an endpoint is not a file. Every other
-# type announces its project.
-QUIET_TYPES = frozenset(
+# type announces its project (``announce_event_after_commit``).
+_QUIET_TYPES = frozenset(
     {
         Event.Type.FILE_CREATED,
         Event.Type.UPLOAD_INITIATED,
@@ -75,6 +75,13 @@ def announce_after_commit(project_id: str) -> None:
     """Name the project on the channel once the caller's transaction commits (at once
     outside one); nothing when it rolls back."""
     transaction.on_commit(partial(_announce, project_id))
+
+
+def announce_event_after_commit(project_id: str, type: str) -> None:
+    """What recording events of ``type`` announces: their project, unless the type changes
+    nothing a kept row holds."""
+    if type not in _QUIET_TYPES:
+        announce_after_commit(project_id)
 
 
 def _announce(project_id: str) -> None:
@@ -129,12 +136,9 @@ class ChangeListener:
                 self._listen()
             except (redis.RedisError, OSError) as exc:
                 logger.warning("change listener lost Redis (%s); resubscribing", type(exc).__name__)
-            self._lost()
+            # No longer subscribed (_listen's finally): what was kept may miss a change.
+            self._on_reset()
             self._stopping.wait(RECONNECT_SECONDS)
-
-    def _lost(self) -> None:
-        self._subscribed.clear()
-        self._on_reset()
 
     def _listen(self) -> None:
         client = redis.Redis.from_url(

@@ -118,8 +118,7 @@ def _record(*, tenant: Tenant, type: str, data: dict[str, Any], at: datetime | N
     if follower is not None and written:
         after_commit = follower.one_after_commit
         transaction.on_commit(lambda: after_commit(written))
-    if type not in changes.QUIET_TYPES:
-        changes.announce_after_commit(project.id)
+    changes.announce_event_after_commit(project.id, type)
     return _Recorded(event_id, payload, created_at, db.alias)
 
 
@@ -186,8 +185,8 @@ def events_record_rows(
     if follower is not None and written:
         project_id, after_commit = project.id, follower.rows_after_commit
         transaction.on_commit(lambda: after_commit(project_id))
-    if events and type not in changes.QUIET_TYPES:
-        changes.announce_after_commit(project.id)
+    if events:
+        changes.announce_event_after_commit(project.id, type)
     return len(events), tuple(returned)
 
 
