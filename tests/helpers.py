@@ -10,10 +10,20 @@ from typing import Any
 
 from django.db import connection, transaction
 
+from accounts import throttling
 from accounts.bandwidth import bandwidth_fold
 from accounts.models import BandwidthUsage
 from tests.factories import Actor, png_bytes, upload_body
 from tests.storage import get_from, put_to
+
+
+def within_one_window(seconds: float) -> None:
+    """Wait for the next rate-limit window when fewer than ``seconds`` are left of this one:
+    budgets are counted in fixed one-minute windows, so counts a test expects hold only
+    within one of them."""
+    left = throttling.WINDOW_SECONDS - time.time() % throttling.WINDOW_SECONDS
+    if left < seconds:
+        time.sleep(left + 0.05)
 
 
 def start_upload(actor: Actor, data: bytes | None = None, **body: Any) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from storage_client import (
 )
 
 from tests.factories import Actor
+from tests.helpers import within_one_window
 from tests.proxy import TcpProxy
 from tests.servers import free_port
 from tests.subprocesses import database_url
@@ -99,6 +100,7 @@ def test_unprocessable_error(client: Client) -> None:
 def test_rate_limited_error_carries_retry_after(actor: Actor, make_client: Any, serve: Any) -> None:
     with serve(SERVICE_RATE_LIMIT_READS_PER_MINUTE="1") as base:
         client = make_client(actor, base_url=base, max_retries=0)
+        within_one_window(5)
         client.me()
         with pytest.raises(RateLimitedError) as caught:
             client.me()

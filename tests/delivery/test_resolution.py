@@ -17,7 +17,7 @@ from accounts.bandwidth import bandwidth_fold
 from accounts.models import BandwidthUsage
 from delivery import signing
 from tests.factories import Actor, pdf_bytes, png_bytes
-from tests.helpers import error_code, start_upload, uploaded_file
+from tests.helpers import error_code, start_upload, uploaded_file, within_one_window
 from tests.storage import get_from, put_to
 from tests.variants.images import encode, stripes
 from variants.models import Variant
@@ -245,6 +245,7 @@ def test_the_projects_budget_answers_429(owner: Actor) -> None:
     new_key(owner)
     file = uploaded_file(owner)
     url = signed_url(owner, file["id"])
+    within_one_window(5)
     answers = [resolve(url) for _ in range(5)]
     refused = [a for a in answers if a.status_code == 429]
     assert refused, [a.status_code for a in answers]

@@ -28,7 +28,7 @@ from files.models import File, StoredObject
 from files.services.upload import file_upload_start
 from storage_service.ids import new_id
 from tests.factories import Actor
-from tests.helpers import error_code, start_upload
+from tests.helpers import error_code, start_upload, within_one_window
 from tests.servers import serve_api
 from tests.subprocesses import database_url
 from webhooks.models import Delivery
@@ -297,6 +297,7 @@ def test_a_key_revoked_elsewhere_uploads_nothing_at_once(
 @override_settings(SERVICE_RATE_LIMIT_WRITES_PER_MINUTE=1)
 def test_a_key_revoked_elsewhere_is_401_before_429_and_before_400(owner: Actor) -> None:
     """Refusals in order: an unknown key first, then the budget, then the body."""
+    within_one_window(5)
     assert owner.post("/v1/files/upload", UPLOAD).status_code == 201  # spends the budget
     limited = owner.post("/v1/files/upload", UPLOAD)
     assert limited.status_code == 429

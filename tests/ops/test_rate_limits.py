@@ -24,19 +24,10 @@ from django.test.utils import override_settings
 
 from accounts import throttling
 from tests.factories import Actor, make_actor
-from tests.helpers import error_code, start_upload
+from tests.helpers import error_code, start_upload, within_one_window
 from tests.servers import free_port
 
 pytestmark = pytest.mark.django_db
-
-
-def within_one_window(seconds: float) -> None:
-    """Wait for the next rate-limit window when fewer than ``seconds`` are left of this one:
-    the counts these tests expect hold within one window, and a new window starts a new
-    count."""
-    left = throttling.WINDOW_SECONDS - time.time() % throttling.WINDOW_SECONDS
-    if left < seconds:
-        time.sleep(left + 0.05)
 
 
 @pytest.fixture(autouse=True)

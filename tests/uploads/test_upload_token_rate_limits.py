@@ -5,14 +5,13 @@ as a key's would (429 RATE_LIMITED, Retry-After) with the CORS headers that let 
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
 import requests
 
-from accounts import throttling
 from tests.factories import make_actor, png_bytes, upload_body
+from tests.helpers import within_one_window
 from tests.servers import serve_api
 from tests.uploads.tokens import PAGE
 
@@ -24,14 +23,6 @@ SERVER_ENV = {
     "SERVICE_RATE_LIMIT_TOKEN_WRITES_PER_MINUTE": "3",
     "SERVICE_RATE_LIMIT_WRITES_PER_MINUTE": "5",
 }
-
-
-def within_one_window(seconds: float) -> None:
-    """Wait for the next rate-limit window when fewer than ``seconds`` are left of this one:
-    the counts below hold within one window."""
-    left = throttling.WINDOW_SECONDS - time.time() % throttling.WINDOW_SECONDS
-    if left < seconds:
-        time.sleep(left + 0.05)
 
 
 def start(base: str, token: str, origin: str = PAGE) -> requests.Response:
