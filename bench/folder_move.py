@@ -183,8 +183,8 @@ class CpuMeter(threading.Thread):
         return total
 
 
-def start(name: str, command: list[str], url: str) -> subprocess.Popen[bytes]:
-    env = server_environment(url, **_queues())
+def start(name: str, command: list[str], url: str, **extra: str) -> subprocess.Popen[bytes]:
+    env = server_environment(url, **_queues(), **extra)
     log(f"{name}: {' '.join(command[1:6])} ...")
     return subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
 
@@ -290,6 +290,7 @@ def main() -> int:
         "webhook worker",
         [str(part) for part in devservices.webhook_worker_command("bench-folder-hooks@%h")],
         tagged(url, "hooks"),
+        **devservices.webhook_worker_environment(),
     )
     try:
         with api_server(tagged(url, "api")) as server:

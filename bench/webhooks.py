@@ -107,7 +107,9 @@ def start_worker(url: str) -> subprocess.Popen[bytes]:
     from scripts import devservices
 
     command = [str(part) for part in devservices.webhook_worker_command(NODE)]
-    env = server_environment(url, SERVICE_WEBHOOK_QUEUE=QUEUE)
+    env = server_environment(
+        url, SERVICE_WEBHOOK_QUEUE=QUEUE, **devservices.webhook_worker_environment()
+    )
     log(f"worker: {' '.join(command[1:])}")
     # Its start-up banner goes nowhere; warnings and errors (stderr) still show.
     return subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL)

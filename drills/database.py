@@ -160,7 +160,9 @@ def drill(
         # The sweeps: what a message given up during the outage carried is sent again.
         ("beat", ds.beat_command(DRILL_DIR / "celerybeat-schedule")),
     ):
-        apps.append(processes.spawn(name, cmd, child_env=env, log_path=DRILL_DIR / f"{name}.log"))
+        child_env = {**env, **ds.webhook_worker_environment()} if name == "webhooks" else env
+        log_path = DRILL_DIR / f"{name}.log"
+        apps.append(processes.spawn(name, cmd, child_env=child_env, log_path=log_path))
     base = f"http://127.0.0.1:{api_port}"
     pgcluster.wait_for(lambda: _answers(f"{base}/readyz"), "the API", timeout=60)
 

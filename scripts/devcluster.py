@@ -142,7 +142,10 @@ class Cluster:
         if log_path is not None and log_path.exists():
             # The previous run's log is kept, so a crash's last lines survive its restart.
             log_path.rename(log_path.with_suffix(".previous.log"))
-        child = processes.spawn(name, cmd, child_env=self.child_env, log_path=log_path)
+        env = self.child_env
+        if name == "webhook_worker":
+            env = {**env, **ds.webhook_worker_environment()}
+        child = processes.spawn(name, cmd, child_env=env, log_path=log_path)
         if name.startswith(("master", "volume", "filer", "pg_")):
             child.stop_timeout = servers.SEAWEEDFS_STOP_TIMEOUT
             self.services.processes.append(child)

@@ -217,6 +217,15 @@ def webhook_worker_command(node: str = "webhooks@%h") -> list[str | Path]:
     # fmt: on
 
 
+def webhook_worker_environment() -> dict[str, str]:
+    """What the webhook worker's environment adds to the service's: its database connections
+    from a pool (DATABASE_POOL_SIZE, storage_service/settings/database.py) of one for each
+    task thread and two more (the recording thread's, the sweep's). Celery closes a task's
+    connections when it ends; the pool keeps them open for the next task."""
+    threads = positive_int_env("WEBHOOK_WORKER_THREADS", 8)
+    return {"DATABASE_POOL_SIZE": str(threads + 2)}
+
+
 def app_environment(resolved: dict[str, str]) -> dict[str, str]:
     """The environment of the service's own processes (the API server, celery)."""
     child_env = child_environment(resolved)
@@ -273,7 +282,8 @@ def cmd_run(args: argparse.Namespace, services: Services) -> int:
         ("beat", beat_command()),
     ]
     for name, cmd in commands:
-        services.apps.append(spawn(name, cmd, child_env=child_env))
+        env = {**child_env, **webhook_worker_environment()} if name == "webhooks" else child_env
+        services.apps.append(spawn(name, cmd, child_env=env))
     return supervise(services)
 
 

@@ -13,6 +13,7 @@ from storage_service.env import env_int, env_str
 __all__ = [
     "DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS",
     "DATABASE_POOLING",
+    "DATABASE_POOL_SIZE",
     "DATABASE_STATEMENT_TIMEOUT_MS",
 ]
 
@@ -24,6 +25,15 @@ if DATABASE_POOLING not in {"direct", "transaction"}:
     raise ImproperlyConfigured(
         f"DATABASE_POOLING must be direct or transaction, got {DATABASE_POOLING!r}"
     )
+
+# Connections a process keeps open in Django's connection pool (psycopg_pool), at most this
+# many; 0, the default, keeps Django's persistent connections instead (CONN_MAX_AGE). A
+# Celery worker of threads wants the pool: Celery closes every connection a task used when
+# the task ends (its Django fix-up, celery.fixups.django), so without one each task
+# connects anew, and PostgreSQL forks, authenticates and warms a backend for every webhook
+# batch. With the pool, that close hands the connection back, open, for the next task. The
+# webhook worker's commands set it to its threads and a few more (scripts/devservices.py).
+DATABASE_POOL_SIZE = env_int("DATABASE_POOL_SIZE", 0, minimum=0)
 
 
 def _split_hosts(hostlist: str) -> tuple[str, str]:
@@ -78,7 +88,7 @@ def database_from_url(url: str) -> dict[str, object]:
     if DATABASE_POOLING == "transaction":
         threshold = 0
     options.setdefault("prepare_threshold", threshold or None)
-    return {
+    database: dict[str, object] = {
         "ENGINE": "django.db.backends.postgresql",
         "NAME": name,
         "USER": unquote(user),
@@ -97,6 +107,27 @@ def database_from_url(url: str) -> dict[str, object]:
         "DISABLE_SERVER_SIDE_CURSORS": DATABASE_POOLING == "transaction",
         "OPTIONS": options,
     }
+    if DATABASE_POOL_SIZE:
+        pooled(database)
+    return database
+
+
+def pooled(database: dict[str, object]) -> None:
+    """Connections from Django's pool, DATABASE_POOL_SIZE at most. With CONN_HEALTH_CHECKS on,
+    Django has the pool check a connection before handing it out (psycopg_pool's
+    ``check_connection``); one idle for ten minutes is closed. Django refuses a pool beside
+    persistent connections, hence CONN_MAX_AGE 0."""
+    options = database["OPTIONS"]
+    assert isinstance(options, dict)
+    options["pool"] = {
+        "min_size": 1,
+        "max_size": DATABASE_POOL_SIZE,
+        "max_idle": 600,
+        # A task waits this long for a connection when all are taken, then fails as a
+        # connect that timed out would.
+        "timeout": float(str(options["connect_timeout"])),
+    }
+    database["CONN_MAX_AGE"] = 0
 
 
 # PostgreSQL cuts any statement running (or waiting for a lock) longer than this, and ends a

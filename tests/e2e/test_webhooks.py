@@ -14,6 +14,7 @@ from unittest import mock
 
 import pytest
 from django.conf import settings
+from django.db import connection
 from django.utils import timezone
 
 from events.models import Event
@@ -100,6 +101,35 @@ def test_each_endpoint_gets_only_what_it_subscribed_to(
     time.sleep(0.5)  # nothing more arrives: no duplicate, nothing for the other project
     assert len(receiver.at("/uploaded")) == 1 and len(receiver.at("/all")) == 3
     assert receiver.at("/other") == []
+
+
+def sessions_ended() -> int:
+    """Sessions of the test database that have ended, as PostgreSQL counts them."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_clear_snapshot()")
+        cursor.execute("SELECT sessions FROM pg_stat_database WHERE datname = current_database()")
+        return int(cursor.fetchone()[0])
+
+
+def test_the_worker_keeps_its_database_connections_from_task_to_task(
+    celery_worker: subprocess.Popen, receiver: Receiver
+) -> None:
+    """Celery closes a task's connections when it ends; the webhook worker's pool keeps them
+    open, so 20 tasks (one an event) end no PostgreSQL session, where each would end one."""
+    owner = make_actor("pooled")
+    webhook_id, _ = register_webhook(owner, receiver.url("/pooled"))
+    before = sessions_ended()
+    for _ in range(10):
+        uploaded_file(owner)  # file.created, then file.uploaded: a task each
+        time.sleep(0.05)
+    receiver.wait_for("/pooled", 20)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if all(d["status"] == "DELIVERED" for d in deliveries(owner, webhook_id)):
+            break
+        time.sleep(0.1)
+    time.sleep(0.5)  # a session's end is counted once its backend has exited
+    assert sessions_ended() - before <= 2
 
 
 def test_a_receiver_that_fails_once_gets_the_same_event_again(

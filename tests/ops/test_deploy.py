@@ -4,6 +4,8 @@ kills)."""
 
 from __future__ import annotations
 
+import itertools
+import re
 import shlex
 from pathlib import Path
 
@@ -21,6 +23,10 @@ VARIABLE_WEED_FLAGS = {
     "-ip", "-ip.bind", "-port", "-port.grpc", "-mdir", "-dir", "-master", "-defaultStoreDir",
     "-s3.port", "-s3.port.grpc", "-s3.config", "-volumeSizeLimitMB",
 }  # fmt: skip
+
+
+# A variable a Procfile line sets for its command, as a shell reads ``NAME=value command``.
+ASSIGNMENT = re.compile(r"[A-Z_][A-Z0-9_]*=")
 
 
 def normalize(argv: list[str]) -> list[str]:
@@ -51,6 +57,12 @@ def cluster_commands() -> dict[str, list[str]]:
     return {name: [str(part) for part in cmd] for name, cmd in commands}
 
 
+def unit_environment(unit: str) -> dict[str, str]:
+    lines = (SYSTEMD / unit).read_text().splitlines()
+    pairs = [line.removeprefix("Environment=") for line in lines if line.startswith("Environment=")]
+    return dict(pair.split("=", 1) for pair in pairs)
+
+
 def exec_start(unit: str) -> list[str]:
     lines = (SYSTEMD / unit).read_text().splitlines()
     [command] = [line.removeprefix("ExecStart=") for line in lines if line.startswith("ExecStart=")]
@@ -58,13 +70,18 @@ def exec_start(unit: str) -> list[str]:
     return shlex.split(command.replace("%%", "%"))
 
 
-def procfile() -> dict[str, list[str]]:
-    entries = {}
+def procfile() -> tuple[dict[str, list[str]], dict[str, dict[str, str]]]:
+    """Each entry's command, and the variables its line sets before it (``NAME=value cmd``)."""
+    entries: dict[str, list[str]] = {}
+    environments: dict[str, dict[str, str]] = {}
     for line in (ROOT / "Procfile").read_text().splitlines():
         if line and not line.startswith("#"):
             name, _, command = line.partition(":")
-            entries[name] = shlex.split(command)
-    return entries
+            tokens = shlex.split(command)
+            assignments = list(itertools.takewhile(ASSIGNMENT.match, tokens))
+            environments[name] = dict(t.split("=", 1) for t in assignments)
+            entries[name] = tokens[len(assignments) :]
+    return entries, environments
 
 
 def test_untested_files_say_so_in_their_first_line() -> None:
@@ -76,7 +93,11 @@ def test_untested_files_say_so_in_their_first_line() -> None:
 
 def test_procfile_runs_what_make_cluster_runs() -> None:
     cluster = cluster_commands()
-    entries = procfile()
+    entries, environments = procfile()
+    # The webhook worker's additions to the environment (a connection pool), as make cluster's.
+    added = devservices.webhook_worker_environment()
+    assert sorted(environments["webhook_worker"]) == sorted(added)
+    assert all(not environments[name] for name in environments if name != "webhook_worker")
     assert sorted(entries) == ["api", "beat", "delivery", "webhook_worker", "worker"]
     assert normalize(entries["api"]) == normalize(cluster["api1"]) == normalize(cluster["api2"])
     assert normalize(entries["delivery"]) == normalize(cluster["delivery"])
@@ -99,6 +120,8 @@ def test_systemd_units_run_what_make_cluster_runs() -> None:
     }
     for unit, name in pairs.items():
         assert normalize(exec_start(unit)) == normalize(cluster[name]), unit
+    added = devservices.webhook_worker_environment()
+    assert sorted(unit_environment("storage-webhook-worker.service")) == sorted(added)
     # Every unit the target pulls in exists, and the target runs what `make cluster` runs.
     target = (SYSTEMD / "storage.target").read_text()
     wanted = [
