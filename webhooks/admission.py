@@ -39,11 +39,19 @@ class Slots:
         self.waiting: deque[tuple[str, str, Callable[[], object]]] = deque()
         self.waiting_by_project: Counter[str] = Counter()
 
-    def _free(self, project: str, host: str) -> bool:
+    @staticmethod
+    def caps() -> tuple[int, int, int]:
+        """The process's, a project's and a host's caps, read once per admission or release
+        (settings can change under a test, never in the middle of one)."""
         return (
-            self.total < int(settings.SERVICE_WEBHOOK_CONCURRENCY)
-            and self.projects[project] < int(settings.SERVICE_WEBHOOK_PROJECT_CONCURRENCY)
-            and self.hosts[host] < int(settings.SERVICE_WEBHOOK_HOST_CONCURRENCY)
+            int(settings.SERVICE_WEBHOOK_CONCURRENCY),
+            int(settings.SERVICE_WEBHOOK_PROJECT_CONCURRENCY),
+            int(settings.SERVICE_WEBHOOK_HOST_CONCURRENCY),
+        )
+
+    def _free(self, project: str, host: str, caps: tuple[int, int, int]) -> bool:
+        return (
+            self.total < caps[0] and self.projects[project] < caps[1] and self.hosts[host] < caps[2]
         )
 
     def _take(self, project: str, host: str) -> None:
@@ -53,11 +61,12 @@ class Slots:
 
     def admit(self, project: str, host: str, start: Callable[[], object]) -> bool:
         """Start now, or line up to start later: True; or neither (defer it): False."""
+        caps = self.caps()
         with self.lock:
-            if self._free(project, host):
+            if self._free(project, host, caps):
                 self._take(project, host)
             else:
-                limit = self.WAIT_PER_SLOT * int(settings.SERVICE_WEBHOOK_PROJECT_CONCURRENCY)
+                limit = self.WAIT_PER_SLOT * caps[1]
                 if self.waiting_by_project[project] >= limit:
                     return False
                 self.waiting.append((project, host, start))
@@ -69,6 +78,7 @@ class Slots:
     def give(self, project: str, host: str) -> None:
         """An attempt ended: free its slots and start whoever waits and now fits."""
         ready: list[Callable[[], object]] = []
+        caps = self.caps()
         with self.lock:
             self.total -= 1
             for counter, key in ((self.projects, project), (self.hosts, host)):
@@ -78,7 +88,7 @@ class Slots:
             if self.waiting:
                 still: deque[tuple[str, str, Callable[[], object]]] = deque()
                 for entry in self.waiting:
-                    if self._free(entry[0], entry[1]):
+                    if self._free(entry[0], entry[1], caps):
                         self._take(entry[0], entry[1])
                         self.waiting_by_project[entry[0]] -= 1
                         if self.waiting_by_project[entry[0]] <= 0:
