@@ -1,7 +1,7 @@
 """Dispatch: admit a claim's rows, send them on the sending threads, hand the outcomes on.
 
 Every admitted request runs on the process's sending pool (a ``ThreadPoolExecutor`` of
-``SERVICE_WEBHOOK_CONCURRENCY`` threads), over urllib3's keep-alive pools (webhooks/sender.py).
+``SERVICE_WEBHOOK_CONCURRENCY`` threads), over keep-alive connections (webhooks/sender.py).
 Each host is resolved once per batch, on the sending thread, within
 ``SERVICE_WEBHOOK_RESOLVE_TIMEOUT_SECONDS``; every address is checked (webhooks/network.py) and
 the connection goes to a checked address. When a batch's last attempt ends, its outcomes are

@@ -1,12 +1,21 @@
-"""One delivery attempt over HTTP, on urllib3's connection pools pinned to checked addresses.
+"""One delivery attempt over HTTP, on the standard library's http.client, to checked addresses.
 
-- One urllib3 pool per (scheme, checked address, port, hostname): the pool's host is the IP
-  address ``webhooks.network.checked_addresses`` returned, so urllib3 looks nothing up (no
-  second lookup a DNS server could answer differently); the URL's hostname is sent as
-  ``Host`` and, for HTTPS, is what SNI and certificate verification use (``server_hostname``).
-- Keep-alive connections are pooled and reused by any thread (``maxsize`` of them per
-  destination kept idle; ``block=False``, so a busy destination opens more rather than wait).
-- ``retries=False`` and ``redirect=False``: one request per attempt, no redirect followed.
+Why http.client and not urllib3's pools: ``bench/webhooks.py`` runs the worker CPU-bound, and
+there urllib3 lost a quarter of the throughput. Its ``HTTPConnection.request`` writes the
+headers and the body in two system calls (two segments, two wake-ups of the receiver), and
+checks every pooled connection with a ``poll`` before reusing it; http.client writes the
+request line, headers and a bytes body in one ``send``. A webhook attempt is one small POST
+with no redirect, retry, proxy or decoding to handle, which is all this module needs of it:
+
+- One connection goes to one address ``webhooks.network.checked_addresses`` returned, so
+  nothing looks the hostname up again (no second lookup a DNS server could answer
+  differently); the URL's hostname is sent as ``Host`` and, for HTTPS, is what SNI and
+  certificate verification use.
+- Keep-alive connections wait, idle, per (scheme, address, port, hostname), for any thread's
+  next attempt (``IDLE_PER_DESTINATION`` of them; more are closed). One the receiver closed
+  while idle fails its first write or read: the attempt is then sent once more, on a new
+  connection.
+- http.client follows no redirect and makes one request per call.
 - The answer is read up to ``MAX_RESPONSE_BYTES``, and the whole exchange ends at the
   deadline (see ``Watchdog``).
 """
@@ -16,38 +25,33 @@ from __future__ import annotations
 import functools
 import http.client
 import os
+import queue
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
-from contextvars import ContextVar
 from dataclasses import dataclass
 
 from django.conf import settings
-from urllib3 import HTTPConnectionPool, HTTPSConnectionPool
-from urllib3.connection import HTTPConnection, HTTPSConnection
-from urllib3.exceptions import (
-    HTTPError,
-    NewConnectionError,
-    ProtocolError,
-    SSLError,
-)
-from urllib3.exceptions import TimeoutError as TimedOut
-from urllib3.response import BaseHTTPResponse, HTTPResponse
-from urllib3.util import Timeout
 
 from webhooks.network import IPAddress, Target
 
 # Read at most this much of a receiver's answer; more closes the connection instead.
 MAX_RESPONSE_BYTES = 64 * 1024
 MAX_ERROR_LENGTH = 500
-# Destinations whose pools (and idle connections) are kept; the least recently used goes.
+# Destinations whose idle connections are kept; the least recently used one's go.
 MAX_POOLS = 512
 # How often the watchdog checks attempts against their deadline.
 WATCH_INTERVAL = 0.25
 # A receiver that closed an idle keep-alive connection just as it was reused: once more.
-_CLOSED_BY_PEER = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
+_CLOSED_BY_PEER = (
+    http.client.RemoteDisconnected,
+    ConnectionResetError,
+    BrokenPipeError,
+    ConnectionAbortedError,
+)
 
 
 @dataclass(frozen=True)
@@ -63,15 +67,13 @@ def shorten(text: str) -> str:
 
 
 def _reason(exc: BaseException) -> str:
-    # urllib3 wraps the socket's or the TLS library's error: that one says what happened.
-    cause = exc.__cause__ if isinstance(exc, NewConnectionError) and exc.__cause__ else exc
-    return str(cause) or type(cause).__name__
+    return str(exc) or type(exc).__name__
 
 
 class Watchdog:
     """Ends attempts that outlive their deadline.
 
-    A socket timeout (urllib3's ``Timeout`` included) bounds each read, not the whole answer:
+    A socket timeout bounds each read, not the whole answer:
     a receiver sending its headers a byte every few seconds would hold a sending thread for
     hours, and no library offers a deadline for a blocking exchange. So every attempt is
     watched by this one thread; one still running past its deadline has its socket shut down,
@@ -110,52 +112,85 @@ def watchdog() -> Watchdog:
     return Watchdog()
 
 
-# The deadline of the attempt running on this thread, for the connection reading its answer.
-_deadline: ContextVar[float] = ContextVar("webhook_deadline")
+class PlainConnection(http.client.HTTPConnection):
+    """HTTP to one address, without Nagle's delay (each request is one write)."""
+
+    def connect(self) -> None:
+        super().connect()
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
-def _watched(sock: socket.socket | None, read: Callable[[], HTTPResponse]) -> HTTPResponse:
-    """Wait for the answer's status line and headers, watched against the deadline."""
-    if sock is None:
-        return read()
-    with watchdog().watching(functools.partial(sock.shutdown, socket.SHUT_RDWR), _deadline.get()):
-        return read()
+class TlsConnection(http.client.HTTPConnection):
+    """HTTPS to one address: TCP to the checked address, then TLS verified against the URL's
+    hostname (``server_hostname``), not against the address connected to."""
+
+    default_port = http.client.HTTPS_PORT
+
+    def __init__(
+        self, address: str, port: int, *, timeout: float, tls: ssl.SSLContext, hostname: str
+    ) -> None:
+        super().__init__(address, port, timeout=timeout)
+        self.tls = tls
+        self.hostname = hostname
+
+    def connect(self) -> None:
+        super().connect()
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.sock = self.tls.wrap_socket(self.sock, server_hostname=self.hostname)
 
 
-class _Connection(HTTPConnection):
-    def getresponse(self) -> HTTPResponse:  # type: ignore[override]  # as urllib3 declares it
-        return _watched(self.sock, super().getresponse)
+class Destination:
+    """One destination's idle keep-alive connections, taken and given back by any thread."""
 
+    def __init__(self, scheme: str, address: str, port: int, hostname: str) -> None:
+        self.scheme = scheme
+        self.address = address
+        self.port = port
+        self.hostname = hostname
+        self.idle: queue.LifoQueue[http.client.HTTPConnection] = queue.LifoQueue(
+            maxsize=int(settings.SERVICE_WEBHOOK_CONCURRENCY)
+        )
+        # Certificates checked against the system's CA bundle as it is when the destination
+        # is first sent to, and against the hostname.
+        self.tls = ssl.create_default_context() if scheme == "https" else None
 
-class _TlsConnection(HTTPSConnection):
-    def getresponse(self) -> HTTPResponse:  # type: ignore[override]  # as urllib3 declares it
-        return _watched(self.sock, super().getresponse)
+    def take(self) -> http.client.HTTPConnection | None:
+        try:
+            return self.idle.get_nowait()
+        except queue.Empty:
+            return None
 
+    def give(self, connection: http.client.HTTPConnection) -> None:
+        try:
+            self.idle.put_nowait(connection)
+        except queue.Full:
+            connection.close()
 
-class _Pool(HTTPConnectionPool):
-    ConnectionCls = _Connection
-
-
-class _TlsPool(HTTPSConnectionPool):
-    ConnectionCls = _TlsConnection
+    def new(self, timeout: float) -> http.client.HTTPConnection:
+        if self.tls is not None:
+            return TlsConnection(
+                self.address, self.port, timeout=timeout, tls=self.tls, hostname=self.hostname
+            )
+        return PlainConnection(self.address, self.port, timeout=timeout)
 
 
 @functools.lru_cache(maxsize=MAX_POOLS)
-def pool(scheme: str, address: str, port: int, hostname: str) -> HTTPConnectionPool:
-    """The pool of one destination. An evicted pool's idle sockets close with it."""
-    size = int(settings.SERVICE_WEBHOOK_CONCURRENCY)
-    if scheme == "https":
-        # Certificates are checked against the system's CA bundle (urllib3 loads it), and
-        # against the URL's hostname, not the address connected to.
-        return _TlsPool(
-            address, port, maxsize=size, block=False, retries=False, server_hostname=hostname
-        )
-    return _Pool(address, port, maxsize=size, block=False, retries=False)
+def destination(scheme: str, address: str, port: int, hostname: str) -> Destination:
+    """The idle connections of one destination (an evicted one's close as they are freed)."""
+    return Destination(scheme, address, port, hostname)
 
 
 # Sockets and threads do not survive a fork (Celery's prefork pool): a child starts afresh.
-os.register_at_fork(after_in_child=pool.cache_clear)
+os.register_at_fork(after_in_child=destination.cache_clear)
 os.register_at_fork(after_in_child=watchdog.cache_clear)
+
+
+def _shutdown(connection: http.client.HTTPConnection) -> Callable[[], None]:
+    def stop() -> None:
+        if connection.sock is not None:
+            connection.sock.shutdown(socket.SHUT_RDWR)
+
+    return stop
 
 
 def post(
@@ -170,28 +205,51 @@ def post(
     """POST to the first checked address that accepts a connection; a 2xx answered within
     ``timeout`` seconds (connection included) is the only success."""
     deadline = time.monotonic() + timeout
-    _deadline.set(deadline)
     timed_out = Result(False, None, f"Timed out after {timeout:g} s.")
     last_error = "No address to connect to."
     for address in addresses:
-        destination = pool(target.scheme, str(address), target.port, target.host)
+        place = destination(target.scheme, str(address), target.port, target.host)
+        connection = place.take()
+        reused = connection is not None
+        if connection is None:
+            connection = place.new(timeout)
+            try:
+                with watchdog().watching(_shutdown(connection), deadline):
+                    connection.connect()
+            except ssl.SSLError as exc:
+                connection.close()
+                return Result(False, None, shorten(f"TLS failed: {_reason(exc)}"))
+            except OSError as exc:
+                connection.close()
+                if isinstance(exc, TimeoutError) or time.monotonic() > deadline:
+                    return timed_out
+                # Refused or unreachable: another checked address of the host may answer.
+                last_error = f"Connection failed: {_reason(exc)}"
+                continue
         status: int | None = None
         try:
-            response = _exchange(destination, path, body, headers, deadline)
-            status = response.status
-            with watchdog().watching(response.shutdown, deadline):
-                _drain(response, deadline)
-        except NewConnectionError as exc:
-            # Refused or unreachable: another checked address of the host may answer.
-            last_error = f"Connection failed: {_reason(exc)}"
-            continue
-        except SSLError as exc:
-            return Result(False, None, shorten(f"TLS failed: {_reason(exc)}"))
-        except (HTTPError, OSError, http.client.HTTPException) as exc:
-            if isinstance(exc, TimedOut | TimeoutError) or time.monotonic() > deadline:
+            with watchdog().watching(_shutdown(connection), deadline):
+                try:
+                    response = _exchange(connection, path, body, headers)
+                except _CLOSED_BY_PEER:
+                    if not reused or time.monotonic() > deadline:
+                        raise
+                    # Closed while idle: http.client opens a new connection for the request.
+                    connection.close()
+                    response = _exchange(connection, path, body, headers)
+                status = response.status
+                complete = _drain(response, deadline)
+        except (OSError, http.client.HTTPException) as exc:
+            connection.close()
+            if isinstance(exc, TimeoutError) or time.monotonic() > deadline:
                 return Result(False, status, timed_out.error)
             verb = "Read" if status is not None else "Connection"
             return Result(False, status, shorten(f"{verb} failed: {_reason(exc)}"))
+        # http.client closes the connection itself when the answer says it will close.
+        if complete and connection.sock is not None:
+            place.give(connection)
+        else:
+            connection.close()
         if time.monotonic() > deadline:
             return Result(False, status, timed_out.error)
         if 200 <= response.status < 300:
@@ -202,42 +260,18 @@ def post(
 
 
 def _exchange(
-    destination: HTTPConnectionPool,
-    path: str,
-    body: bytes,
-    headers: Mapping[str, str],
-    deadline: float,
-) -> BaseHTTPResponse:
-    def send() -> BaseHTTPResponse:
-        return destination.urlopen(
-            "POST",
-            path,
-            body=body,
-            headers=headers,
-            retries=False,
-            redirect=False,
-            timeout=Timeout(total=max(deadline - time.monotonic(), 0.001)),
-            preload_content=False,
-        )
-
-    try:
-        return send()
-    except ProtocolError as exc:
-        closed_by_peer = any(isinstance(arg, _CLOSED_BY_PEER) for arg in exc.args)
-        if not closed_by_peer or time.monotonic() > deadline:
-            raise
-        return send()
+    connection: http.client.HTTPConnection, path: str, body: bytes, headers: Mapping[str, str]
+) -> http.client.HTTPResponse:
+    # A bytes body goes out in the same write as the request line and the headers.
+    connection.request("POST", path, body=body, headers=dict(headers))
+    return connection.getresponse()
 
 
-def _drain(response: BaseHTTPResponse, deadline: float) -> None:
-    """Read the (ignored) answer; a connection that read all of it in time goes back to the
-    pool, any other is closed."""
+def _drain(response: http.client.HTTPResponse, deadline: float) -> bool:
+    """Read the (ignored) answer; whether all of it was read, in time and within the cap."""
     received = 0
-    try:
-        while chunk := response.read(16 * 1024):
-            received += len(chunk)
-            if received > MAX_RESPONSE_BYTES or time.monotonic() > deadline:
-                response.close()
-                return
-    finally:
-        response.release_conn()
+    while chunk := response.read(16 * 1024):
+        received += len(chunk)
+        if received > MAX_RESPONSE_BYTES or time.monotonic() > deadline:
+            return False
+    return True
