@@ -27,7 +27,7 @@ outcomes written by the calling thread), counting the statements each phase send
 this process and of its PostgreSQL backend.
 
 ``--sender`` measures the HTTP side alone, in this process: the CPU one attempt of
-``webhooks.sender.post`` costs (urllib3's pool, the watchdog, reading the answer), from 8
+``webhooks.sender.post`` costs (keep-alive connections, the watchdog, reading the answer), from 8
 threads against the same receiver, with no database, worker or broker in the way.
 """
 
