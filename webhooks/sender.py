@@ -12,9 +12,9 @@ with no redirect, retry, proxy or decoding to handle, which is all this module n
   differently); the URL's hostname is sent as ``Host`` and, for HTTPS, is what SNI and
   certificate verification use.
 - Keep-alive connections wait, idle, per (scheme, address, port, hostname), for any thread's
-  next attempt (``IDLE_PER_DESTINATION`` of them; more are closed). One the receiver closed
-  while idle fails its first write or read: the attempt is then sent once more, on a new
-  connection.
+  next attempt (as many as ``SERVICE_WEBHOOK_CONCURRENCY``; more are closed; ``MAX_POOLS``
+  destinations at most). One the receiver closed while idle fails its first write or read:
+  the attempt is then sent once more, on a new connection.
 - http.client follows no redirect and makes one request per call.
 - The answer is read up to ``MAX_RESPONSE_BYTES``, and the whole exchange ends at the
   deadline (see ``Watchdog``).
