@@ -139,17 +139,16 @@ def cursor_at(
 
 
 def offset_sql(project: Any) -> tuple[str, tuple[Any, ...]]:
-    """The naive deep page: the ORM's own listing SQL, sliced with OFFSET."""
-    from accounts.tenancy import Tenant
+    """The naive deep page: what the ORM's listing with OFFSET would send, every column, the
+    visible files of the project's test mode, newest first."""
     from files.models import File
 
-    queryset = (
-        File.objects.for_tenant(Tenant(project=project, mode="test"))
-        .visible()
-        .order_by("-created_at", "-id")[DEEP : DEEP + LIMIT]
+    sql = (
+        f"SELECT * FROM {File._meta.db_table}"
+        " WHERE project_id = %s AND mode = 'test' AND NOT (status = %s)"
+        " ORDER BY created_at DESC, id DESC OFFSET %s LIMIT %s"
     )
-    sql, params = queryset.query.sql_with_params()
-    return sql, tuple(params)
+    return sql, (project.id, File.Status.DELETED.value, DEEP, LIMIT)
 
 
 # --- HTTP -----------------------------------------------------------------------------------
