@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from http.client import HTTPResponse
 
 from django.conf import settings
 
@@ -67,7 +68,13 @@ def shorten(text: str) -> str:
 
 
 def _reason(exc: BaseException) -> str:
-    return str(exc) or type(exc).__name__
+    """What went wrong, as printable text: http.client quotes a receiver's malformed status
+    line as it came, and a NUL or control byte in it must not reach the delivery's row (a
+    NUL cannot be stored in PostgreSQL's text at all) or the client reading ``lastError``."""
+    text = str(exc) or type(exc).__name__
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 class Watchdog:
@@ -227,23 +234,35 @@ def post(
                 last_error = f"Connection failed: {_reason(exc)}"
                 continue
         status: int | None = None
+        sent = False  # the request was written: what fails now is reading the answer
+
+        live: http.client.HTTPConnection = connection
+
+        def exchange(live: http.client.HTTPConnection = live) -> HTTPResponse:
+            nonlocal sent
+            # A bytes body goes out in the same write as the request line and the headers.
+            live.request("POST", path, body=body, headers=dict(headers))
+            sent = True
+            return live.getresponse()
+
         try:
             with watchdog().watching(_shutdown(connection), deadline):
                 try:
-                    response = _exchange(connection, path, body, headers)
+                    response = exchange()
                 except _CLOSED_BY_PEER:
                     if not reused or time.monotonic() > deadline:
                         raise
                     # Closed while idle: http.client opens a new connection for the request.
                     connection.close()
-                    response = _exchange(connection, path, body, headers)
+                    sent = False
+                    response = exchange()
                 status = response.status
                 complete = _drain(response, deadline)
         except (OSError, http.client.HTTPException) as exc:
             connection.close()
             if isinstance(exc, TimeoutError) or time.monotonic() > deadline:
                 return Result(False, status, timed_out.error)
-            verb = "Read" if status is not None else "Connection"
+            verb = "Read" if sent else "Connection"
             return Result(False, status, shorten(f"{verb} failed: {_reason(exc)}"))
         # http.client closes the connection itself when the answer says it will close.
         if complete and connection.sock is not None:
@@ -257,14 +276,6 @@ def post(
         note = " (redirects are not followed)" if 300 <= response.status < 400 else ""
         return Result(False, status, f"HTTP {status}{note}.")
     return Result(False, None, shorten(last_error))
-
-
-def _exchange(
-    connection: http.client.HTTPConnection, path: str, body: bytes, headers: Mapping[str, str]
-) -> http.client.HTTPResponse:
-    # A bytes body goes out in the same write as the request line and the headers.
-    connection.request("POST", path, body=body, headers=dict(headers))
-    return connection.getresponse()
 
 
 def _drain(response: http.client.HTTPResponse, deadline: float) -> bool:

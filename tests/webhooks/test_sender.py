@@ -1,6 +1,7 @@
 """The HTTP side of an attempt, against raw sockets: the connection goes to the address that
 was checked, keep-alive connections are reused (and replaced when the receiver closed them),
-and an answer larger than the sender reads is cut off, without costing the delivery."""
+an answer larger than the sender reads is cut off, without costing the delivery, and a
+hostile answer (malformed, flooding or endless) is a failed attempt within the timeout."""
 
 from __future__ import annotations
 
@@ -167,3 +168,77 @@ def test_an_answer_larger_than_the_sender_reads_is_cut_off(owner: Actor) -> None
 
     assert (row.status, row.response_status, row.last_error) == ("DELIVERED", 200, None)
     assert time.monotonic() - started < 10
+
+
+def answer_with(raw: bytes, *, forever: bytes = b"") -> Callable[[socket.socket], None]:
+    """A receiver that reads the request, sends ``raw``, then ``forever`` until the sender
+    hangs up."""
+
+    def handle(conn: socket.socket) -> None:
+        with conn:
+            read_request(conn)
+            try:
+                conn.sendall(raw)
+                while forever:
+                    conn.sendall(forever)
+                    time.sleep(0.01)
+            except OSError:
+                pass
+
+    return handle
+
+
+def test_a_malformed_answer_is_stored_as_printable_text_beside_the_batchs_other_outcomes(
+    owner: Actor,
+) -> None:
+    """A status line of NUL and control bytes is a failed read; the row keeps it escaped (a NUL
+    cannot even be stored in PostgreSQL's text), and the event's other delivery, in the same
+    batch, is recorded as delivered."""
+    with (
+        raw_server(answer_with(b"\x00\x1b[2J garbage\r\n\r\n")) as (bad_port, _),
+        raw_server(answer_with(OK)) as (good_port, _),
+    ):
+        bad = endpoint_create(
+            tenant=owner.tenant, url=f"http://127.0.0.1:{bad_port}/x", events=None
+        )
+        good = endpoint_create(
+            tenant=owner.tenant, url=f"http://127.0.0.1:{good_port}/y", events=None
+        )
+        with mock.patch.object(services, "enqueue"), transaction.atomic():
+            event = event_record(tenant=owner.tenant, type="file.created", data={})
+        delivery.deliver(Delivery.objects.filter(event=event).values_list("id", flat=True))
+
+    failed = Delivery.objects.get(event=event, endpoint=bad.endpoint)
+    assert (failed.status, failed.attempts, failed.response_status) == ("PENDING", 1, None)
+    assert failed.last_error == r"Read failed: \x00\x1b[2J garbage\r\n"
+    delivered = Delivery.objects.get(event=event, endpoint=good.endpoint)
+    assert (delivered.status, delivered.response_status) == ("DELIVERED", 200)
+    shown = owner.get(f"/v1/webhooks/{bad.endpoint.id}/deliveries").json()["data"][0]
+    assert shown["lastError"] == failed.last_error
+
+
+@pytest.mark.parametrize(
+    ("answer", "forever", "error"),
+    [
+        (
+            b"HTTP/1.1 200 OK\r\n" + b"X-A: b\r\n" * 1000,
+            b"",
+            "Read failed: got more than 100 headers",
+        ),
+        (b"HTTP/1.1 200 " + b"x" * 70_000 + b"\r\n\r\n", b"", "Read failed: got more than 65536"),
+        (b"", b"HTTP/1.1 100 Continue\r\n\r\n", "Timed out after 1 s."),
+        (b"HTTP/1.1 200 OK\r\n", b"X-Slow: header\r\n", "Timed out after 1 s."),
+    ],
+    ids=["header-flood", "endless-status-line", "endless-100-continue", "endless-headers"],
+)
+def test_a_hostile_answer_is_a_failed_attempt_within_the_timeout(
+    owner: Actor, answer: bytes, forever: bytes, error: str, settings: Any
+) -> None:
+    settings.SERVICE_WEBHOOK_TIMEOUT_SECONDS = 1
+    with raw_server(answer_with(answer, forever=forever)) as (port, _):
+        started = time.monotonic()
+        row = send_one(owner, f"http://127.0.0.1:{port}/hostile")
+        took = time.monotonic() - started
+    assert (row.status, row.attempts, row.response_status) == ("PENDING", 1, None)
+    assert row.last_error is not None and row.last_error.startswith(error)
+    assert took < 2.5
