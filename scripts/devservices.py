@@ -217,12 +217,14 @@ def webhook_worker_command(node: str = "webhooks@%h") -> list[str | Path]:
     # fmt: on
 
 
-def webhook_worker_environment() -> dict[str, str]:
+def webhook_worker_environment(threads: int | None = None) -> dict[str, str]:
     """What the webhook worker's environment adds to the service's: its database connections
     from a pool (DATABASE_POOL_SIZE, storage_service/settings/database.py) of one for each
-    task thread and two more (the recording thread's, the sweep's). Celery closes a task's
-    connections when it ends; the pool keeps them open for the next task."""
-    threads = positive_int_env("WEBHOOK_WORKER_THREADS", 8)
+    task thread (WEBHOOK_WORKER_THREADS unless given) and two more (the recording thread's,
+    the sweep's). Celery closes a task's connections when it ends; the pool keeps them open
+    for the next task."""
+    if threads is None:
+        threads = positive_int_env("WEBHOOK_WORKER_THREADS", 8)
     return {"DATABASE_POOL_SIZE": str(threads + 2)}
 
 

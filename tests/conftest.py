@@ -16,6 +16,7 @@ from django.db.backends.signals import connection_created
 from django.dispatch import receiver as signal_receiver
 from django.test import override_settings
 
+from scripts import devservices
 from storage_service import objectstore
 from storage_service.celery import app
 from tests.factories import Actor, make_actor
@@ -198,6 +199,11 @@ def delivery_base(django_db_setup: None, django_db_blocker: object) -> Iterator[
         yield base
 
 
+# The session webhook worker's task threads: a receiver that hangs for the whole timeout holds
+# one, never another test's task.
+WEBHOOK_WORKER_THREADS = 4
+
+
 @pytest.fixture(scope="session")
 def celery_worker(django_db_setup: None, django_db_blocker: object) -> Iterator[subprocess.Popen]:
     """A real Celery worker process, on the test queue, against the test database."""
@@ -230,15 +236,15 @@ def celery_worker(django_db_setup: None, django_db_blocker: object) -> Iterator[
             "--pool",
             "threads",
             "--concurrency",
-            "4",
+            str(WEBHOOK_WORKER_THREADS),
             "--without-gossip",
             "--without-mingle",
             "--loglevel",
             "WARNING",
         ],
         cwd=ROOT,
-        # Its connections from a pool of its 4 threads and 2 more, as `make run` gives its own.
-        env={**env, "DATABASE_POOL_SIZE": "6"},
+        # Its database connections from a pool, as `make run` gives its own.
+        env={**env, **devservices.webhook_worker_environment(threads=WEBHOOK_WORKER_THREADS)},
     )
     worker = subprocess.Popen(
         [
