@@ -78,6 +78,8 @@ class RememberedRows:
         self, *, key_id: str, file_id: str, version: int | None, label: str | None
     ) -> ResolutionRows | None:
         wanted = RowsKey(key_id, file_id, version, label)
+        if self._listener is not None:
+            self._listener.catch_up()  # changes announced before this request, heard first
         now = time.monotonic()
         with self._lock:
             kept = self._kept.get(wanted)

@@ -23,6 +23,7 @@ import time
 import weakref
 from collections.abc import Callable
 from functools import lru_cache, partial
+from typing import Any
 
 import redis
 from django.conf import settings
@@ -37,8 +38,10 @@ logger = logging.getLogger(__name__)
 # the longest it waits before subscribing again after losing Redis.
 HEARTBEAT_SECONDS = 5.0
 RECONNECT_SECONDS = 1.0
-# How often the thread looks up from its wait (to stop when asked).
-POLL_SECONDS = 0.5
+# How often the thread looks for messages when none came: a request that uses what its
+# owner kept catches up first (``catch_up``), so this only bounds how long an idle process
+# holds rows it should have forgotten, and how soon the thread stops when asked.
+POLL_SECONDS = 0.05
 
 
 # Names this process in what it publishes (pids repeat across hosts and restarts).
@@ -108,6 +111,10 @@ class ChangeListener:
         self._on_reset = on_reset
         self._subscribed = threading.Event()
         self._stopping = threading.Event()
+        # The subscription, while there is one; every use of it holds ``_reading`` (a PubSub
+        # is not thread-safe), which is never held while waiting for the network.
+        self._reading = threading.Lock()
+        self._subscription: redis.client.PubSub | None = None
         self._thread = threading.Thread(target=self._run, name="change-listener", daemon=True)
 
     @property
@@ -130,6 +137,22 @@ class ChangeListener:
     def wait_until_listening(self, seconds: float) -> bool:
         return self._subscribed.wait(seconds)
 
+    def catch_up(self) -> None:
+        """Handle, on the calling thread, every message that has already reached this
+        process: a change announced before a request came in is heard before the request is
+        answered, not whenever this listener's thread is next scheduled. One poll of the
+        socket when nothing is waiting."""
+        with self._reading:
+            subscription = self._subscription
+            if subscription is None:
+                return
+            try:
+                while (message := subscription.get_message(timeout=0)) is not None:
+                    self._handle(message)
+            except (redis.RedisError, OSError):
+                # Whatever was on its way may be lost: forget, as the thread will on its own.
+                self._on_reset()
+
     def _run(self) -> None:
         while not self._stopping.is_set():
             try:
@@ -150,28 +173,37 @@ class ChangeListener:
         )
         subscription = client.pubsub()
         try:
-            subscription.subscribe(channel())
+            with self._reading:
+                subscription.subscribe(channel())
+                self._subscription = subscription
             heard_at = time.monotonic()
             while not self._stopping.is_set():
-                message = subscription.get_message(timeout=POLL_SECONDS)
-                if message is None:
-                    if time.monotonic() - heard_at >= HEARTBEAT_SECONDS:
+                with self._reading:
+                    message = subscription.get_message(timeout=0)
+                    if message is not None:
+                        heard_at = time.monotonic()
+                        self._handle(message)
+                    elif time.monotonic() - heard_at >= HEARTBEAT_SECONDS:
                         # Quiet: make sure the connection still answers (a PING's reply
                         # arrives as a message, or the socket's timeout raises).
                         subscription.ping()
                         heard_at = time.monotonic()
-                    continue
-                heard_at = time.monotonic()
-                kind = message["type"]
-                if kind == "subscribe":
-                    # Anything kept before this moment may have missed a change.
-                    self._on_reset()
-                    self._subscribed.set()
-                elif kind == "message":
-                    project_id, _, origin = message["data"].decode().partition(" ")
-                    if origin != _ORIGIN:  # this process's own were heard at once
-                        self._on_change(project_id)
+                if message is None:
+                    self._stopping.wait(POLL_SECONDS)
         finally:
-            self._subscribed.clear()
+            with self._reading:
+                self._subscription = None
+                self._subscribed.clear()
             subscription.close()
             client.close()
+
+    def _handle(self, message: dict[str, Any]) -> None:
+        kind = message["type"]
+        if kind == "subscribe":
+            # Anything kept before this moment may have missed a change.
+            self._on_reset()
+            self._subscribed.set()
+        elif kind == "message":
+            project_id, _, origin = message["data"].decode().partition(" ")
+            if origin != _ORIGIN:  # this process's own were heard at once
+                self._on_change(project_id)
