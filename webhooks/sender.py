@@ -127,9 +127,10 @@ class PlainConnection(http.client.HTTPConnection):
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
-class TlsConnection(http.client.HTTPConnection):
-    """HTTPS to one address: TCP to the checked address, then TLS verified against the URL's
-    hostname (``server_hostname``), not against the address connected to."""
+class TlsConnection(PlainConnection):
+    """HTTPS to one address: TCP to the checked address (as PlainConnection), then TLS
+    verified against the URL's hostname (``server_hostname``), not against the address
+    connected to."""
 
     default_port = http.client.HTTPS_PORT
 
@@ -142,7 +143,6 @@ class TlsConnection(http.client.HTTPConnection):
 
     def connect(self) -> None:
         super().connect()
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.sock = self.tls.wrap_socket(self.sock, server_hostname=self.hostname)
 
 
